@@ -1,0 +1,105 @@
+"""CPU benchmark: ferrox vs NumPy, side by side.
+
+Targets (ferrox on CPU):
+  * matmul 1024x1024 float32: >= 0.8x NumPy's GFLOP/s
+  * add / exp / sum over 2**24 float32 values: within 1.25x NumPy's time
+    (ratio = ferrox ms / numpy ms <= 1.25)
+
+ferrox is lazy, so every timed ferrox call is "build the op + fx.eval(result)".
+Each case gets a few warmup runs and reports the median of N repeats.
+
+Usage:  python benches/cpu_ops.py [--repeats N] [--warmup W]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import ferrox as fx
+
+
+def median_ms(fn, warmup, repeats):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def fx_timed(make):
+    """Wrap a ferrox op so the timed call includes evaluation."""
+
+    def run():
+        out = make()
+        fx.eval(out)
+        return out
+
+    return run
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    n = 1 << 24
+    v1 = rng.standard_normal(n).astype(np.float32)
+    v2 = rng.standard_normal(n).astype(np.float32)
+    m = 1024
+    ma = rng.standard_normal((m, m)).astype(np.float32)
+    mb = rng.standard_normal((m, m)).astype(np.float32)
+
+    f1, f2 = fx.array(v1), fx.array(v2)
+    fa, fb = fx.array(ma), fx.array(mb)
+    fx.eval(f1, f2, fa, fb)
+
+    # sanity: same answers before timing anything
+    assert np.allclose(np.array(fx.add(f1, f2)[:1000]), (v1 + v2)[:1000])
+    assert np.allclose(np.array(fx.matmul(fa, fb)[:4]), (ma @ mb)[:4], rtol=1e-3, atol=1e-3)
+
+    matmul_flops = 2.0 * m * m * m
+    cases = [
+        # name, numpy fn, ferrox fn, flops (None: no GFLOP/s column), target
+        ("matmul 1024x1024 f32", lambda: ma @ mb, fx_timed(lambda: fa @ fb),
+         matmul_flops, "GFLOP/s >= 0.8x"),
+        ("add 2**24 f32", lambda: np.add(v1, v2), fx_timed(lambda: fx.add(f1, f2)),
+         None, "ratio <= 1.25"),
+        ("exp 2**24 f32", lambda: np.exp(v1), fx_timed(lambda: fx.exp(f1)),
+         None, "ratio <= 1.25"),
+        ("sum 2**24 f32", lambda: np.sum(v1), fx_timed(lambda: fx.sum(f1)),
+         None, "ratio <= 1.25"),
+    ]
+
+    header = (f"{'op':<22} {'numpy ms':>10} {'ferrox ms':>10} {'ratio':>7} "
+              f"{'np GFLOP/s':>11} {'fx GFLOP/s':>11}  {'target':<17} ok")
+    print(header)
+    print("-" * len(header))
+    all_ok = True
+    for name, np_fn, fx_fn, flops, target in cases:
+        t_np = median_ms(np_fn, args.warmup, args.repeats)
+        t_fx = median_ms(fx_fn, args.warmup, args.repeats)
+        ratio = t_fx / t_np
+        if flops:
+            g_np = flops / (t_np * 1e6)
+            g_fx = flops / (t_fx * 1e6)
+            ok = g_fx >= 0.8 * g_np
+            gcols = f"{g_np:>11.1f} {g_fx:>11.1f}"
+        else:
+            ok = ratio <= 1.25
+            gcols = f"{'':>11} {'':>11}"
+        all_ok &= ok
+        print(f"{name:<22} {t_np:>10.2f} {t_fx:>10.2f} {ratio:>7.2f} {gcols}  "
+              f"{target:<17} {'yes' if ok else 'NO'}")
+    print()
+    print("all targets met" if all_ok else "some targets missed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,285 @@
+//! [`Array`]: a cheap handle to a node of the lazy graph.
+//!
+//! A node is either pending (a primitive, its inputs and the stream it runs
+//! on) or ready (storage plus a layout). Evaluation turns pending nodes into
+//! ready ones and drops their recipes, so the graph behind a result is
+//! released as soon as nothing else refers to it.
+
+use crate::backend::cpu::{CpuElement, CpuStorage};
+use crate::backend::{dispatcher, Storage};
+use crate::device::{current_stream, Stream};
+use crate::dtype::Dtype;
+use crate::element::{Element, Scalar};
+use crate::error::{Error, Result};
+use crate::primitives::{OutputSpec, Primitive};
+use crate::shape::{numel, Layout};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Computed data: a shared buffer and the layout that reads this array from it.
+/// Views (reshape, transpose, slice, broadcast) share the buffer.
+#[derive(Clone, Debug)]
+pub struct ArrayData {
+    /// The buffer, shared between an array and its views.
+    pub storage: Arc<Storage>,
+    /// Shape, strides and offset of this array inside the buffer.
+    pub layout: Layout,
+}
+
+/// How to compute one or more sibling arrays.
+pub(crate) struct Recipe {
+    pub(crate) primitive: Box<dyn Primitive>,
+    pub(crate) inputs: Vec<Array>,
+    pub(crate) stream: Stream,
+    pub(crate) outputs: Vec<OutputSpec>,
+    pub(crate) siblings: Mutex<Vec<Weak<Node>>>,
+}
+
+pub(crate) enum State {
+    Pending(Arc<Recipe>),
+    Ready(ArrayData),
+}
+
+pub(crate) struct Node {
+    shape: Vec<usize>,
+    dtype: Dtype,
+    state: Mutex<State>,
+}
+
+impl Node {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Node {
+    // Dropping a long unevaluated chain recursively would overflow the stack:
+    // unlink recipes iteratively instead.
+    fn drop(&mut self) {
+        let state = std::mem::replace(self.state.get_mut().unwrap_or_else(|e| e.into_inner()), State::Ready(empty()));
+        let mut stack = match state {
+            State::Pending(r) => vec![r],
+            State::Ready(_) => return,
+        };
+        while let Some(recipe) = stack.pop() {
+            if let Ok(recipe) = Arc::try_unwrap(recipe) {
+                for input in recipe.inputs {
+                    if let Ok(mut node) = Arc::try_unwrap(input.node) {
+                        let s = std::mem::replace(node.state.get_mut().unwrap_or_else(|e| e.into_inner()), State::Ready(empty()));
+                        if let State::Pending(r) = s {
+                            stack.push(r);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn empty() -> ArrayData {
+    ArrayData { storage: EMPTY.with(|e| e.clone()), layout: Layout::contiguous(&[0]) }
+}
+
+thread_local! {
+    static EMPTY: Arc<Storage> = Arc::new(Storage::Cpu(CpuStorage::from_vec::<u8>(Vec::new())));
+}
+
+/// A multi-dimensional array: a handle to a lazily evaluated graph node.
+/// Cloning is cheap and shares the node.
+#[derive(Clone)]
+pub struct Array {
+    pub(crate) node: Arc<Node>,
+}
+
+impl Array {
+    /// A pending array computed by `primitive` from `inputs` on the current stream.
+    pub fn from_primitive(shape: Vec<usize>, dtype: Dtype, primitive: impl Primitive + 'static, inputs: Vec<Array>) -> Array {
+        Array::siblings_from_primitive(vec![OutputSpec { shape, dtype }], primitive, inputs)
+            .pop()
+            .expect("one output")
+    }
+
+    /// Sibling arrays computed together by one multi-output primitive.
+    pub fn siblings_from_primitive(
+        outputs: Vec<OutputSpec>,
+        primitive: impl Primitive + 'static,
+        inputs: Vec<Array>,
+    ) -> Vec<Array> {
+        let recipe = Arc::new(Recipe {
+            primitive: Box::new(primitive),
+            inputs,
+            stream: current_stream(),
+            outputs: outputs.clone(),
+            siblings: Mutex::new(Vec::new()),
+        });
+        let arrays: Vec<Array> = outputs
+            .into_iter()
+            .map(|o| Array {
+                node: Arc::new(Node { shape: o.shape, dtype: o.dtype, state: Mutex::new(State::Pending(recipe.clone())) }),
+            })
+            .collect();
+        *recipe.siblings.lock().unwrap_or_else(|e| e.into_inner()) = arrays.iter().map(|a| Arc::downgrade(&a.node)).collect();
+        arrays
+    }
+
+    /// An evaluated array over existing data.
+    pub fn from_data(data: ArrayData, dtype: Dtype) -> Array {
+        Array { node: Arc::new(Node { shape: data.layout.shape.clone(), dtype, state: Mutex::new(State::Ready(data)) }) }
+    }
+
+    /// An evaluated array owning `data` (row-major) with `shape`.
+    pub fn from_vec<T: CpuElement>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
+        if data.len() != numel(shape) {
+            return Err(Error::invalid(
+                "array",
+                format!("{} values cannot fill an array of shape {shape:?}.", data.len()),
+            ));
+        }
+        let storage = Arc::new(Storage::Cpu(CpuStorage::from_vec(data)));
+        Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, T::DTYPE))
+    }
+
+    /// An evaluated array copied from `data` (row-major) with `shape`.
+    pub fn from_slice<T: CpuElement>(data: &[T], shape: &[usize]) -> Result<Array> {
+        Array::from_vec(data.to_vec(), shape)
+    }
+
+    /// An evaluated array from raw little-endian bytes of `dtype`.
+    pub fn from_bytes(bytes: &[u8], dtype: Dtype, shape: &[usize]) -> Result<Array> {
+        if bytes.len() != numel(shape) * dtype.size() {
+            return Err(Error::invalid("array", format!("{} bytes do not hold a {dtype} array of shape {shape:?}.", bytes.len())));
+        }
+        let storage = Arc::new(Storage::Cpu(CpuStorage::from_bytes(dtype, bytes)));
+        Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, dtype))
+    }
+
+    /// A 0-d array holding one value.
+    pub fn scalar<T: CpuElement>(value: T) -> Array {
+        Array::from_vec(vec![value], &[]).expect("one value fills a 0-d array")
+    }
+
+    /// A 0-d array of `dtype` holding `value` cast to it.
+    pub fn scalar_of(value: Scalar, dtype: Dtype) -> Array {
+        let storage = crate::backend::cpu::creation::full(value, dtype, 1);
+        let storage = Arc::new(Storage::Cpu(CpuStorage::new(storage)));
+        Array::from_data(ArrayData { storage, layout: Layout::contiguous(&[]) }, dtype)
+    }
+
+    /// The extent of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        &self.node.shape
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> Dtype {
+        self.node.dtype
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.node.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        numel(&self.node.shape)
+    }
+
+    /// Size of one element in bytes.
+    pub fn itemsize(&self) -> usize {
+        self.dtype().size()
+    }
+
+    /// Bytes the elements occupy (`size * itemsize`).
+    pub fn nbytes(&self) -> usize {
+        self.size() * self.itemsize()
+    }
+
+    /// Whether the array has been computed.
+    pub fn is_evaluated(&self) -> bool {
+        matches!(*self.node.lock(), State::Ready(_))
+    }
+
+    /// Whether two handles refer to the same graph node.
+    pub fn same_node(&self, other: &Array) -> bool {
+        Arc::ptr_eq(&self.node, &other.node)
+    }
+
+    /// Computes this array (and what it needs) if it is pending.
+    pub fn eval(&self) -> Result<()> {
+        crate::transforms::eval::eval([self])
+    }
+
+    /// The computed data, evaluating first if needed.
+    pub fn data(&self) -> Result<ArrayData> {
+        self.eval()?;
+        self.ready_data().ok_or_else(|| Error::invalid("eval", "array was not computed"))
+    }
+
+    pub(crate) fn ready_data(&self) -> Option<ArrayData> {
+        match &*self.node.lock() {
+            State::Ready(d) => Some(d.clone()),
+            State::Pending(_) => None,
+        }
+    }
+
+    pub(crate) fn pending_recipe(&self) -> Option<Arc<Recipe>> {
+        match &*self.node.lock() {
+            State::Pending(r) => Some(r.clone()),
+            State::Ready(_) => None,
+        }
+    }
+
+    pub(crate) fn set_ready(node: &Arc<Node>, data: ArrayData) {
+        *node.lock() = State::Ready(data);
+    }
+
+    /// The elements in row-major order as host storage (evaluates; copies
+    /// from the device or out of a strided view when needed).
+    pub fn to_host(&self) -> Result<CpuStorage> {
+        let data = self.data()?;
+        dispatcher::backend(data.storage.device())?.to_host(&data.storage, &data.layout)
+    }
+
+    /// The elements in row-major order; `T` must match the dtype.
+    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::InvalidType {
+                op: "to_vec",
+                msg: format!("array has dtype {}, requested {}.", self.dtype(), T::DTYPE),
+            });
+        }
+        let host = self.to_host()?;
+        Ok(host.as_slice::<T>().expect("dtype checked").to_vec())
+    }
+
+    /// The value of a one-element array; `T` must match the dtype.
+    pub fn item<T: CpuElement>(&self) -> Result<T> {
+        if self.size() != 1 {
+            return Err(Error::invalid("item", format!("can only convert an array of size 1, got shape {:?}.", self.shape())));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// The value of a one-element array as a dtype-agnostic [`Scalar`].
+    pub fn item_scalar(&self) -> Result<Scalar> {
+        if self.size() != 1 {
+            return Err(Error::invalid("item", format!("can only convert an array of size 1, got shape {:?}.", self.shape())));
+        }
+        let host = self.to_host()?;
+        Ok(crate::with_buffer!(host.buffer(), v => v[0].to_scalar()))
+    }
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Array(shape={:?}, dtype={}, evaluated={})", self.shape(), self.dtype(), self.is_evaluated())
+    }
+}
+
+impl Recipe {
+    /// The live sibling nodes this recipe computes, in output order.
+    pub(crate) fn sibling_nodes(&self) -> Vec<Option<Arc<Node>>> {
+        self.siblings.lock().unwrap_or_else(|e| e.into_inner()).iter().map(Weak::upgrade).collect()
+    }
+}

@@ -1,0 +1,148 @@
+//! The CPU backend: contiguous fast paths that vectorize, a general strided
+//! path, rayon threads above a size threshold, GEMM from the `gemm` crate.
+//! One file per kernel family.
+
+pub mod creation;
+pub mod elementwise;
+pub mod math;
+pub mod matmul;
+pub mod reduce;
+pub mod storage;
+pub mod strided;
+
+pub use storage::{CpuBuffer, CpuElement, CpuStorage};
+
+use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, Storage, UnaryOp};
+use crate::device::Device;
+use crate::dtype::Dtype;
+use crate::element::Scalar;
+use crate::error::{Error, Result};
+use crate::shape::Layout;
+use storage::zeroed_vec;
+
+/// The host processor's backend.
+#[derive(Debug, Default)]
+pub struct CpuBackend;
+
+/// The host buffer inside a storage that lives on the CPU.
+fn host(s: &Storage) -> &CpuBuffer {
+    match s {
+        Storage::Cpu(c) => c.buffer(),
+    }
+}
+
+fn wrap(b: CpuBuffer) -> Result<Storage> {
+    Ok(Storage::Cpu(CpuStorage::new(b)))
+}
+
+impl Backend for CpuBackend {
+    fn device(&self) -> Device {
+        Device::CPU
+    }
+
+    fn from_host(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage> {
+        wrap(elementwise::copy_buffer(host.buffer(), layout))
+    }
+
+    fn to_host(&self, storage: &Storage, layout: &Layout) -> Result<CpuStorage> {
+        Ok(CpuStorage::new(elementwise::copy_buffer(host(storage), layout)))
+    }
+
+    fn full(&self, value: Scalar, dtype: Dtype, n: usize) -> Result<Storage> {
+        wrap(creation::full(value, dtype, n))
+    }
+
+    fn arange(&self, start: f64, step: f64, n: usize, dtype: Dtype) -> Result<Storage> {
+        wrap(creation::arange(start, step, n, dtype))
+    }
+
+    fn eye(&self, n: usize, m: usize, k: isize, dtype: Dtype) -> Result<Storage> {
+        wrap(creation::eye(n, m, k, dtype))
+    }
+
+    fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
+        let x = host(x);
+        if x_dtype(x) == dtype {
+            wrap(elementwise::copy_buffer(x, layout))
+        } else {
+            wrap(elementwise::cast_buffer(x, layout, dtype))
+        }
+    }
+
+    fn unary(&self, op: UnaryOp, x: &Storage, layout: &Layout) -> Result<Storage> {
+        wrap(elementwise::unary(op, host(x), layout)?)
+    }
+
+    fn binary(&self, op: BinaryOp, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
+        wrap(elementwise::binary(op, host(a), la, host(b), lb)?)
+    }
+
+    fn select(
+        &self,
+        cond: &Storage,
+        lc: &Layout,
+        x: &Storage,
+        lx: &Layout,
+        y: &Storage,
+        ly: &Layout,
+    ) -> Result<Storage> {
+        let CpuBuffer::Bool(c) = host(cond) else {
+            return Err(Error::invalid("where", "condition must be bool"));
+        };
+        wrap(elementwise::select(c, lc, host(x), lx, host(y), ly)?)
+    }
+
+    fn reduce(&self, op: ReduceOp, x: &Storage, layout: &Layout, axes: &[usize], out_dtype: Dtype) -> Result<Storage> {
+        wrap(reduce::reduce(op, host(x), layout, axes, out_dtype))
+    }
+
+    fn arg_reduce(&self, op: ArgReduceOp, x: &Storage, layout: &Layout, axis: usize) -> Result<Storage> {
+        wrap(reduce::arg_reduce(op, host(x), layout, axis))
+    }
+
+    fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
+        wrap(matmul::matmul(host(a), la, host(b), lb))
+    }
+
+    fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage> {
+        // Output viewed as [outer, total, inner]; input i fills the block
+        // [outer, a_i, inner] starting at `start` along the middle axis.
+        fn typed<T: CpuElement>(inputs: &[(&[T], &Layout)], axis: usize, out_shape: &[usize]) -> Vec<T> {
+            let mut out = zeroed_vec::<T>(out_shape.iter().product());
+            let outer: usize = out_shape[..axis].iter().product();
+            let inner: usize = out_shape[axis + 1..].iter().product();
+            let total = out_shape[axis];
+            let mut start = 0usize;
+            for (x, l) in inputs {
+                let src = elementwise::map_unary(x, l, |v| v);
+                let width = l.shape[axis] * inner;
+                if width > 0 {
+                    for (o, chunk) in src.chunks(width).enumerate() {
+                        let at = (o * total + start) * inner;
+                        out[at..at + width].copy_from_slice(chunk);
+                    }
+                }
+                start += l.shape[axis];
+            }
+            debug_assert!(outer == 0 || start == total);
+            out
+        }
+        fn slices<'a, T: CpuElement>(_: &[T], inputs: &[(&'a Storage, &'a Layout)]) -> Vec<(&'a [T], &'a Layout)> {
+            inputs
+                .iter()
+                .map(|(s, l)| (T::slice_of(host(s)).expect("concatenate inputs share a dtype"), *l))
+                .collect()
+        }
+        crate::with_buffer!(host(inputs[0].0), v => {
+            let typed_inputs = slices(&v[..], inputs);
+            wrap(CpuElement::into_buffer(typed(&typed_inputs, axis, out_shape)))
+        })
+    }
+}
+
+fn x_dtype(x: &CpuBuffer) -> Dtype {
+    fn of<T: crate::element::Element>(_: &[T]) -> Dtype {
+        T::DTYPE
+    }
+    crate::with_buffer!(x, v => of(&v[..]))
+}

@@ -1,0 +1,180 @@
+//! Reductions (sum, prod, max, min over any axes) and arg-reductions.
+//!
+//! The input is brought to a row-major block form `[outer, r, inner]` with
+//! the reduced axes in the middle (copying only when the reduced axes are
+//! not already one contiguous block), then reduced with several independent
+//! accumulators so the loops vectorize.
+
+use super::elementwise::{cast_buffer, copy_buffer};
+use super::storage::{zeroed_vec, CpuBuffer, CpuElement};
+use super::strided::{chunk_len, fill_strided, PARALLEL_THRESHOLD};
+use crate::backend::{ArgReduceOp, ReduceOp};
+use crate::dtype::Dtype;
+use crate::element::Element;
+use crate::shape::{numel, Layout};
+use rayon::prelude::*;
+
+const LANES: usize = 16;
+const BLOCK: usize = 4096;
+
+/// Reduces one contiguous run: blocks of `BLOCK` elements with `LANES`
+/// accumulators each, block results combined in order.
+fn reduce_run<T: Element>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
+    let mut total = init;
+    for block in x.chunks(BLOCK) {
+        let mut acc = [init; LANES];
+        let mut chunks = block.chunks_exact(LANES);
+        for c in &mut chunks {
+            for k in 0..LANES {
+                acc[k] = f(acc[k], c[k]);
+            }
+        }
+        for (k, &v) in chunks.remainder().iter().enumerate() {
+            acc[k] = f(acc[k], v);
+        }
+        let mut width = LANES;
+        while width > 1 {
+            width /= 2;
+            for k in 0..width {
+                acc[k] = f(acc[k], acc[k + width]);
+            }
+        }
+        total = f(total, acc[0]);
+    }
+    total
+}
+
+/// `out[o, j] = f-fold over i of x[o, i, j]` for contiguous `x` of shape `[outer, r, inner]`.
+fn reduce_blocks<T: CpuElement>(x: &[T], outer: usize, r: usize, inner: usize, init: T, f: fn(T, T) -> T) -> Vec<T> {
+    let mut out = vec![init; outer * inner];
+    if out.is_empty() {
+        return out;
+    }
+    let big = x.len() >= PARALLEL_THRESHOLD;
+    if inner == 1 {
+        if outer == 1 && big {
+            let chunk = chunk_len(x.len());
+            let parts: Vec<T> = x.par_chunks(chunk).map(|c| reduce_run(c, init, f)).collect();
+            out[0] = parts.into_iter().fold(init, f);
+        } else if big {
+            out.par_iter_mut().enumerate().for_each(|(o, dst)| *dst = reduce_run(&x[o * r..(o + 1) * r], init, f));
+        } else {
+            for (o, dst) in out.iter_mut().enumerate() {
+                *dst = reduce_run(&x[o * r..(o + 1) * r], init, f);
+            }
+        }
+        return out;
+    }
+    // Columns: accumulate whole rows of `inner` elements at a time.
+    let column_block = |o: usize, j0: usize, acc: &mut [T]| {
+        for i in 0..r {
+            let row = &x[(o * r + i) * inner + j0..][..acc.len()];
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a = f(*a, v);
+            }
+        }
+    };
+    if big && outer >= rayon::current_num_threads() {
+        out.par_chunks_mut(inner).enumerate().for_each(|(o, acc)| column_block(o, 0, acc));
+    } else if big {
+        let width = chunk_len(inner).min(inner).max(64);
+        for (o, row) in out.chunks_mut(inner).enumerate() {
+            row.par_chunks_mut(width).enumerate().for_each(|(c, acc)| column_block(o, c * width, acc));
+        }
+    } else {
+        for (o, acc) in out.chunks_mut(inner).enumerate() {
+            column_block(o, 0, acc);
+        }
+    }
+    out
+}
+
+fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    match op {
+        ReduceOp::Sum => reduce_blocks(x, outer, r, inner, T::zero(), T::add),
+        ReduceOp::Prod => reduce_blocks(x, outer, r, inner, T::one(), T::mul),
+        ReduceOp::Max => reduce_blocks(x, outer, r, inner, T::lowest(), T::max),
+        ReduceOp::Min => reduce_blocks(x, outer, r, inner, T::highest(), T::min),
+    }
+}
+
+/// Reduces sorted, unique `axes` of the elements `l` selects. The output is
+/// row-major over the input shape with reduced axes of extent 1.
+pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype: Dtype) -> CpuBuffer {
+    let in_dtype = with_dtype(x);
+    // Sums and products of half floats accumulate in f32; bool sums in int32.
+    let work_dtype = match (op, in_dtype) {
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::F16 | Dtype::BF16) => Dtype::F32,
+        _ => out_dtype,
+    };
+    let ndim = l.ndim();
+    let is_block = axes.windows(2).all(|w| w[1] == w[0] + 1);
+    // Bring the data to row-major order with the reduced axes as one block;
+    // a row-contiguous input of the working dtype is read in place.
+    let copied: Option<CpuBuffer>;
+    let (data, start, shape) = if is_block && work_dtype == in_dtype && l.is_row_contiguous() {
+        (x, l.offset, l.shape.clone())
+    } else {
+        let pl = if is_block {
+            l.clone()
+        } else {
+            let mut perm: Vec<usize> = (0..ndim).filter(|a| !axes.contains(a)).collect();
+            perm.extend_from_slice(axes);
+            l.permute(&perm)
+        };
+        copied = Some(if work_dtype != in_dtype { cast_buffer(x, &pl, work_dtype) } else { copy_buffer(x, &pl) });
+        (copied.as_ref().expect("just set"), 0, pl.shape)
+    };
+    let (first, last) = if is_block { (axes[0], axes[axes.len() - 1] + 1) } else { (ndim - axes.len(), ndim) };
+    let outer = numel(&shape[..first]);
+    let r = numel(&shape[first..last]);
+    let inner = numel(&shape[last..]);
+    let n = outer * r * inner;
+    let out = crate::with_buffer!(data, v => CpuElement::into_buffer(reduce_typed(op, &v[start..start + n], outer, r, inner)));
+    if work_dtype != out_dtype {
+        cast_buffer(&out, &Layout::contiguous(&[outer * inner]), out_dtype)
+    } else {
+        out
+    }
+}
+
+fn with_dtype(x: &CpuBuffer) -> Dtype {
+    crate::with_buffer!(x, v => dtype_of(&v[..]))
+}
+
+fn dtype_of<T: Element>(_: &[T]) -> Dtype {
+    T::DTYPE
+}
+
+/// Index (uint32) of the first largest/smallest element along `axis`; NaN
+/// counts as the extreme, as in NumPy.
+pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> CpuBuffer {
+    fn typed<T: CpuElement>(op: ArgReduceOp, x: &[T], l: &Layout, axis: usize) -> Vec<u32> {
+        let len = l.shape[axis];
+        let step = l.strides[axis];
+        let mut rest = l.clone();
+        rest.shape[axis] = 1;
+        let mut out = zeroed_vec::<u32>(rest.size());
+        let better = move |v: T, best: T| match op {
+            ArgReduceOp::ArgMax => best.lt(v) || (v.is_nan() && !best.is_nan()),
+            ArgReduceOp::ArgMin => v.lt(best) || (v.is_nan() && !best.is_nan()),
+        };
+        fill_strided(&rest.shape, [&rest.strides], [rest.offset], &mut out, |o, [b], [s]| {
+            for (j, dst) in o.iter_mut().enumerate() {
+                let base = b + j as isize * s;
+                let mut best = x[base as usize];
+                let mut at = 0u32;
+                for k in 1..len {
+                    let v = x[(base + k as isize * step) as usize];
+                    if better(v, best) {
+                        best = v;
+                        at = k as u32;
+                    }
+                }
+                *dst = at;
+            }
+        });
+        out
+    }
+    CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis)))
+}

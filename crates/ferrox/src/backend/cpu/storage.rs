@@ -1,0 +1,239 @@
+//! Host buffers: one typed `Vec` per dtype, counted by the memory accounting.
+
+use crate::dtype::Dtype;
+use crate::element::Element;
+use crate::memory;
+use half::{bf16, f16};
+use num_complex::Complex32;
+
+/// A typed host buffer.
+#[derive(Debug, Clone)]
+pub enum CpuBuffer {
+    /// bool elements.
+    Bool(Vec<bool>),
+    /// uint8 elements.
+    U8(Vec<u8>),
+    /// uint16 elements.
+    U16(Vec<u16>),
+    /// uint32 elements.
+    U32(Vec<u32>),
+    /// uint64 elements.
+    U64(Vec<u64>),
+    /// int8 elements.
+    I8(Vec<i8>),
+    /// int16 elements.
+    I16(Vec<i16>),
+    /// int32 elements.
+    I32(Vec<i32>),
+    /// int64 elements.
+    I64(Vec<i64>),
+    /// float16 elements.
+    F16(Vec<f16>),
+    /// bfloat16 elements.
+    BF16(Vec<bf16>),
+    /// float32 elements.
+    F32(Vec<f32>),
+    /// float64 elements.
+    F64(Vec<f64>),
+    /// complex64 elements.
+    C64(Vec<Complex32>),
+}
+
+/// Runs `$body` with `$v` bound to the typed vector inside a [`CpuBuffer`]
+/// (or a reference to one), whatever its dtype.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_buffer {
+    ($buf:expr, $v:ident => $body:expr) => {{
+        use $crate::backend::cpu::CpuBuffer as B;
+        match $buf {
+            B::Bool($v) => $body,
+            B::U8($v) => $body,
+            B::U16($v) => $body,
+            B::U32($v) => $body,
+            B::U64($v) => $body,
+            B::I8($v) => $body,
+            B::I16($v) => $body,
+            B::I32($v) => $body,
+            B::I64($v) => $body,
+            B::F16($v) => $body,
+            B::BF16($v) => $body,
+            B::F32($v) => $body,
+            B::F64($v) => $body,
+            B::C64($v) => $body,
+        }
+    }};
+}
+
+/// Like [`with_buffer!`] for the inexact dtypes; `$other` is evaluated for the rest.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_float_buffer {
+    ($buf:expr, $v:ident => $body:expr, _ => $other:expr) => {{
+        use $crate::backend::cpu::CpuBuffer as B;
+        match $buf {
+            B::F16($v) => $body,
+            B::BF16($v) => $body,
+            B::F32($v) => $body,
+            B::F64($v) => $body,
+            B::C64($v) => $body,
+            _ => $other,
+        }
+    }};
+}
+
+/// Element types that live in a [`CpuBuffer`].
+pub trait CpuElement: Element + bytemuck::Zeroable {
+    /// Wraps a vector in the matching buffer variant.
+    fn into_buffer(v: Vec<Self>) -> CpuBuffer;
+    /// The typed slice, if the buffer holds this type.
+    fn slice_of(b: &CpuBuffer) -> Option<&[Self]>;
+}
+
+macro_rules! cpu_element {
+    ($t:ty, $variant:ident) => {
+        impl CpuElement for $t {
+            fn into_buffer(v: Vec<Self>) -> CpuBuffer {
+                CpuBuffer::$variant(v)
+            }
+            fn slice_of(b: &CpuBuffer) -> Option<&[Self]> {
+                match b {
+                    CpuBuffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+cpu_element!(bool, Bool);
+cpu_element!(u8, U8);
+cpu_element!(u16, U16);
+cpu_element!(u32, U32);
+cpu_element!(u64, U64);
+cpu_element!(i8, I8);
+cpu_element!(i16, I16);
+cpu_element!(i32, I32);
+cpu_element!(i64, I64);
+cpu_element!(f16, F16);
+cpu_element!(bf16, BF16);
+cpu_element!(f32, F32);
+cpu_element!(f64, F64);
+cpu_element!(Complex32, C64);
+
+/// A zero-filled vector, obtained from the allocator already zeroed (large
+/// allocations then cost no extra pass over memory).
+pub fn zeroed_vec<T: CpuElement>(n: usize) -> Vec<T> {
+    bytemuck::zeroed_vec(n)
+}
+
+/// Host storage of one array buffer. Creating and dropping it updates the
+/// memory accounting.
+#[derive(Debug)]
+pub struct CpuStorage {
+    buffer: CpuBuffer,
+}
+
+impl CpuStorage {
+    /// Takes ownership of a buffer.
+    pub fn new(buffer: CpuBuffer) -> CpuStorage {
+        let s = CpuStorage { buffer };
+        memory::on_alloc(s.nbytes());
+        s
+    }
+
+    /// Wraps a typed vector.
+    pub fn from_vec<T: CpuElement>(v: Vec<T>) -> CpuStorage {
+        CpuStorage::new(T::into_buffer(v))
+    }
+
+    /// The typed buffer.
+    pub fn buffer(&self) -> &CpuBuffer {
+        &self.buffer
+    }
+
+    /// The typed slice; `None` if `T` is not the stored type.
+    pub fn as_slice<T: CpuElement>(&self) -> Option<&[T]> {
+        T::slice_of(&self.buffer)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_buffer!(&self.buffer, v => v.len())
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stored dtype.
+    pub fn dtype(&self) -> Dtype {
+        with_buffer!(&self.buffer, v => element_dtype(v.as_slice()))
+    }
+
+    /// Size of the buffer in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.len() * self.dtype().size()
+    }
+
+    /// The raw bytes of the buffer.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.buffer {
+            CpuBuffer::Bool(v) => {
+                // SAFETY: bool is one byte holding 0 or 1.
+                unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len()) }
+            }
+            CpuBuffer::U8(v) => bytemuck::cast_slice(v),
+            CpuBuffer::U16(v) => bytemuck::cast_slice(v),
+            CpuBuffer::U32(v) => bytemuck::cast_slice(v),
+            CpuBuffer::U64(v) => bytemuck::cast_slice(v),
+            CpuBuffer::I8(v) => bytemuck::cast_slice(v),
+            CpuBuffer::I16(v) => bytemuck::cast_slice(v),
+            CpuBuffer::I32(v) => bytemuck::cast_slice(v),
+            CpuBuffer::I64(v) => bytemuck::cast_slice(v),
+            CpuBuffer::F16(v) => bytemuck::cast_slice(v),
+            CpuBuffer::BF16(v) => bytemuck::cast_slice(v),
+            CpuBuffer::F32(v) => bytemuck::cast_slice(v),
+            CpuBuffer::F64(v) => bytemuck::cast_slice(v),
+            CpuBuffer::C64(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    /// Builds storage of `dtype` from raw little-endian bytes (length must be
+    /// a multiple of the element size; bool bytes are normalised to 0/1).
+    pub fn from_bytes(dtype: Dtype, bytes: &[u8]) -> CpuStorage {
+        fn typed<T: CpuElement + bytemuck::Pod>(bytes: &[u8]) -> CpuBuffer {
+            let mut v: Vec<T> = zeroed_vec(bytes.len() / std::mem::size_of::<T>());
+            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
+            T::into_buffer(v)
+        }
+        let buffer = match dtype {
+            Dtype::Bool => CpuBuffer::Bool(bytes.iter().map(|&b| b != 0).collect()),
+            Dtype::U8 => typed::<u8>(bytes),
+            Dtype::U16 => typed::<u16>(bytes),
+            Dtype::U32 => typed::<u32>(bytes),
+            Dtype::U64 => typed::<u64>(bytes),
+            Dtype::I8 => typed::<i8>(bytes),
+            Dtype::I16 => typed::<i16>(bytes),
+            Dtype::I32 => typed::<i32>(bytes),
+            Dtype::I64 => typed::<i64>(bytes),
+            Dtype::F16 => typed::<f16>(bytes),
+            Dtype::BF16 => typed::<bf16>(bytes),
+            Dtype::F32 => typed::<f32>(bytes),
+            Dtype::F64 => typed::<f64>(bytes),
+            Dtype::C64 => typed::<Complex32>(bytes),
+        };
+        CpuStorage::new(buffer)
+    }
+}
+
+fn element_dtype<T: Element>(_: &[T]) -> Dtype {
+    T::DTYPE
+}
+
+impl Drop for CpuStorage {
+    fn drop(&mut self) {
+        memory::on_free(self.nbytes());
+    }
+}

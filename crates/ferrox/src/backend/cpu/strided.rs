@@ -1,0 +1,162 @@
+//! Walking strided layouts: the general (non-contiguous) path every CPU
+//! kernel falls back to, and the thread split shared by all kernels.
+
+use crate::shape::{collapse_dims, numel};
+use rayon::prelude::*;
+
+/// Outputs at least this large are computed on several threads.
+pub const PARALLEL_THRESHOLD: usize = 1 << 15;
+
+/// Elements per parallel task for an output of `n` elements.
+pub fn chunk_len(n: usize) -> usize {
+    let tasks = rayon::current_num_threads() * 4;
+    n.div_ceil(tasks).max(4096)
+}
+
+/// Fills `out`, a row-major array of `shape`, from N inputs that share that
+/// shape under their own strides and offsets. `row(out_part, bases, steps)`
+/// fills a run of consecutive outputs whose k-th input elements sit at
+/// `bases[k] + j * steps[k]`. Large outputs are split across threads.
+pub fn fill_strided<const N: usize, O: Send>(
+    shape: &[usize],
+    strides: [&[isize]; N],
+    offsets: [usize; N],
+    out: &mut [O],
+    row: impl Fn(&mut [O], [isize; N], [isize; N]) + Sync,
+) {
+    if out.is_empty() {
+        return;
+    }
+    let (cshape, cstrides) = collapse_dims(shape, strides);
+    let last = cshape.len() - 1;
+    let inner = cshape[last];
+    let steps: [isize; N] = std::array::from_fn(|k| cstrides[k][last]);
+    let outer = &cshape[..last];
+    let fill_range = |start: usize, part: &mut [O]| {
+        let mut row_index = start / inner;
+        let mut col = start % inner;
+        let mut idx = vec![0usize; outer.len()];
+        for d in (0..outer.len()).rev() {
+            idx[d] = row_index % outer[d];
+            row_index /= outer[d];
+        }
+        let mut base: [isize; N] = std::array::from_fn(|k| {
+            offsets[k] as isize + idx.iter().zip(&cstrides[k]).map(|(&i, &s)| i as isize * s).sum::<isize>()
+        });
+        let mut pos = 0;
+        while pos < part.len() {
+            let take = (inner - col).min(part.len() - pos);
+            let at: [isize; N] = std::array::from_fn(|k| base[k] + col as isize * steps[k]);
+            row(&mut part[pos..pos + take], at, steps);
+            pos += take;
+            col = 0;
+            // Advance the odometer over the outer dims.
+            for d in (0..outer.len()).rev() {
+                idx[d] += 1;
+                for k in 0..N {
+                    base[k] += cstrides[k][d];
+                }
+                if idx[d] < outer[d] {
+                    break;
+                }
+                for k in 0..N {
+                    base[k] -= cstrides[k][d] * outer[d] as isize;
+                }
+                idx[d] = 0;
+            }
+        }
+    };
+    let n = out.len();
+    debug_assert_eq!(n, numel(shape));
+    if n >= PARALLEL_THRESHOLD {
+        let chunk = chunk_len(n);
+        out.par_chunks_mut(chunk).enumerate().for_each(|(i, part)| fill_range(i * chunk, part));
+    } else {
+        fill_range(0, out);
+    }
+}
+
+/// `out[i] = f(x[i])` over contiguous slices, multithreaded when large and
+/// compiled for AVX+FMA when the processor has them.
+pub fn map_contiguous<T: Copy + Sync, U: Send>(x: &[T], out: &mut [U], f: impl Fn(T) -> U + Sync) {
+    let serial = |x: &[T], o: &mut [U]| simd_dispatch::map1(x, o, &f);
+    if out.len() >= PARALLEL_THRESHOLD {
+        let chunk = chunk_len(out.len());
+        out.par_chunks_mut(chunk).zip(x.par_chunks(chunk)).for_each(|(o, x)| serial(x, o));
+    } else {
+        serial(x, out);
+    }
+}
+
+/// `out[i] = f(a[i], b[i])` over contiguous slices (see [`map_contiguous`]).
+pub fn zip_contiguous<T: Copy + Sync, U: Send>(a: &[T], b: &[T], out: &mut [U], f: impl Fn(T, T) -> U + Sync) {
+    let serial = |a: &[T], b: &[T], o: &mut [U]| simd_dispatch::map2(a, b, o, &f);
+    if out.len() >= PARALLEL_THRESHOLD {
+        let chunk = chunk_len(out.len());
+        out.par_chunks_mut(chunk)
+            .zip(a.par_chunks(chunk))
+            .zip(b.par_chunks(chunk))
+            .for_each(|((o, a), b)| serial(a, b, o));
+    } else {
+        serial(a, b, out);
+    }
+}
+
+/// The same loops compiled twice: for the baseline target and, on x86-64,
+/// for AVX+FMA, chosen at run time.
+mod simd_dispatch {
+    #[inline(always)]
+    fn map1_body<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
+        for (o, &x) in o.iter_mut().zip(x) {
+            *o = f(x);
+        }
+    }
+
+    #[inline(always)]
+    fn map2_body<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+        for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+            *o = f(a, b);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx,fma")]
+    unsafe fn map1_avx<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
+        map1_body(x, o, f)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx,fma")]
+    unsafe fn map2_avx<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+        map2_body(a, b, o, f)
+    }
+
+    fn has_avx_fma() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    pub fn map1<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx_fma() {
+            // SAFETY: the processor supports AVX and FMA (checked above).
+            return unsafe { map1_avx(x, o, f) };
+        }
+        map1_body(x, o, f)
+    }
+
+    pub fn map2<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx_fma() {
+            // SAFETY: the processor supports AVX and FMA (checked above).
+            return unsafe { map2_avx(a, b, o, f) };
+        }
+        map2_body(a, b, o, f)
+    }
+}

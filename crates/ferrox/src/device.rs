@@ -1,0 +1,124 @@
+//! Devices and streams, and the process-wide defaults ops run on.
+
+use crate::error::{Error, Result};
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// The kind of a device.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DeviceType {
+    /// The host processor.
+    Cpu,
+    /// An accelerator (a CUDA GPU).
+    Gpu,
+}
+
+/// A device: a kind and an index among devices of that kind.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Device {
+    /// CPU or GPU.
+    pub kind: DeviceType,
+    /// Which device of that kind.
+    pub index: usize,
+}
+
+impl Device {
+    /// The host CPU.
+    pub const CPU: Device = Device { kind: DeviceType::Cpu, index: 0 };
+    /// The first GPU.
+    pub const GPU: Device = Device { kind: DeviceType::Gpu, index: 0 };
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = match self.kind {
+            DeviceType::Cpu => "cpu",
+            DeviceType::Gpu => "gpu",
+        };
+        write!(f, "Device({k}, {})", self.index)
+    }
+}
+
+/// An ordered queue of work on one device. Ops on one stream run in order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Stream {
+    /// Process-unique stream id.
+    pub index: usize,
+    /// The device the stream runs on.
+    pub device: Device,
+}
+
+impl fmt::Display for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream({}, {})", self.device, self.index)
+    }
+}
+
+static DEFAULT_DEVICE: RwLock<Device> = RwLock::new(Device::CPU);
+static NEXT_STREAM: AtomicUsize = AtomicUsize::new(2);
+
+thread_local! {
+    static STREAM_OVERRIDE: RefCell<Vec<Stream>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The device ops run on when no stream is given.
+pub fn default_device() -> Device {
+    *DEFAULT_DEVICE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a device exists on this machine.
+pub fn is_available(device: Device) -> bool {
+    crate::backend::dispatcher::backend(device).is_ok()
+}
+
+/// Makes `device` the default; fails if it is not available.
+pub fn set_default_device(device: Device) -> Result<()> {
+    if !is_available(device) {
+        return Err(Error::Device {
+            op: "set_default_device",
+            msg: format!("{device} is not available on this machine."),
+        });
+    }
+    *DEFAULT_DEVICE.write().unwrap_or_else(|e| e.into_inner()) = device;
+    Ok(())
+}
+
+/// The default stream of a device (stream 0 for the CPU, 1 for the first GPU).
+pub fn default_stream(device: Device) -> Stream {
+    let index = match device.kind {
+        DeviceType::Cpu => 0,
+        DeviceType::Gpu => 1,
+    };
+    Stream { index, device }
+}
+
+/// Creates a new stream on `device`.
+pub fn new_stream(device: Device) -> Result<Stream> {
+    if !is_available(device) {
+        return Err(Error::Device { op: "new_stream", msg: format!("{device} is not available on this machine.") });
+    }
+    Ok(Stream { index: NEXT_STREAM.fetch_add(1, Ordering::Relaxed), device })
+}
+
+/// The stream an op built now runs on: the innermost [`with_stream`] scope,
+/// otherwise the default stream of the default device.
+pub fn current_stream() -> Stream {
+    STREAM_OVERRIDE
+        .with(|s| s.borrow().last().copied())
+        .unwrap_or_else(|| default_stream(default_device()))
+}
+
+/// Runs `f` with every op it builds placed on `stream` (MLX's `with mx.stream(s)`).
+pub fn with_stream<R>(stream: Stream, f: impl FnOnce() -> R) -> R {
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            STREAM_OVERRIDE.with(|s| s.borrow_mut().pop());
+        }
+    }
+    STREAM_OVERRIDE.with(|s| s.borrow_mut().push(stream));
+    let _pop = Pop;
+    f()
+}

@@ -1,0 +1,225 @@
+//! Data types: the [`Dtype`] enum, MLX's promotion table and dtype categories.
+
+use std::fmt;
+
+/// The element type of an array. The set and the promotion rules are MLX's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Dtype {
+    /// Boolean (one byte per element).
+    Bool,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// IEEE half precision float.
+    F16,
+    /// Brain float (8-bit exponent, 7-bit mantissa).
+    BF16,
+    /// IEEE single precision float.
+    F32,
+    /// IEEE double precision float.
+    F64,
+    /// Complex number of two f32.
+    C64,
+}
+
+/// Broad classes of dtypes, as in MLX's `DtypeCategory`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DtypeCategory {
+    /// Complex floating point.
+    ComplexFloating,
+    /// Real floating point.
+    Floating,
+    /// Floating or complex.
+    Inexact,
+    /// Signed integers.
+    SignedInteger,
+    /// Unsigned integers.
+    UnsignedInteger,
+    /// Any integer.
+    Integer,
+    /// Any number (everything but bool).
+    Number,
+    /// Everything.
+    Generic,
+}
+
+use Dtype::*;
+
+impl Dtype {
+    /// Every dtype, in MLX's declaration order.
+    pub const ALL: [Dtype; 14] = [Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, C64];
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Bool | U8 | I8 => 1,
+            U16 | I16 | F16 | BF16 => 2,
+            U32 | I32 | F32 => 4,
+            U64 | I64 | F64 | C64 => 8,
+        }
+    }
+
+    /// MLX's name for the dtype (`"float32"`, `"bool"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Bool => "bool",
+            U8 => "uint8",
+            U16 => "uint16",
+            U32 => "uint32",
+            U64 => "uint64",
+            I8 => "int8",
+            I16 => "int16",
+            I32 => "int32",
+            I64 => "int64",
+            F16 => "float16",
+            BF16 => "bfloat16",
+            F32 => "float32",
+            F64 => "float64",
+            C64 => "complex64",
+        }
+    }
+
+    /// Parses MLX's dtype name.
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|d| d.name() == name || (name == "bool_" && *d == Bool))
+    }
+
+    /// True for f16, bf16, f32, f64.
+    pub fn is_floating(self) -> bool {
+        matches!(self, F16 | BF16 | F32 | F64)
+    }
+
+    /// True for complex64.
+    pub fn is_complex(self) -> bool {
+        self == C64
+    }
+
+    /// True for floating and complex dtypes.
+    pub fn is_inexact(self) -> bool {
+        self.is_floating() || self.is_complex()
+    }
+
+    /// True for signed and unsigned integers (not bool).
+    pub fn is_integer(self) -> bool {
+        self.is_signed_integer() || self.is_unsigned_integer()
+    }
+
+    /// True for i8..i64.
+    pub fn is_signed_integer(self) -> bool {
+        matches!(self, I8 | I16 | I32 | I64)
+    }
+
+    /// True for u8..u64.
+    pub fn is_unsigned_integer(self) -> bool {
+        matches!(self, U8 | U16 | U32 | U64)
+    }
+
+    /// Whether this dtype belongs to `category` (MLX's `issubdtype`).
+    pub fn is_subdtype(self, category: DtypeCategory) -> bool {
+        match category {
+            DtypeCategory::ComplexFloating => self.is_complex(),
+            DtypeCategory::Floating => self.is_floating(),
+            DtypeCategory::Inexact => self.is_inexact(),
+            DtypeCategory::SignedInteger => self.is_signed_integer(),
+            DtypeCategory::UnsignedInteger => self.is_unsigned_integer(),
+            DtypeCategory::Integer => self.is_integer(),
+            DtypeCategory::Number => self != Bool,
+            DtypeCategory::Generic => true,
+        }
+    }
+
+    /// The dtype itself if inexact, otherwise float32 (MLX's `at_least_float`).
+    pub fn at_least_float(self) -> Dtype {
+        if self.is_inexact() {
+            self
+        } else {
+            F32
+        }
+    }
+
+    /// MLX's type promotion: the dtype that both `a` and `b` convert to.
+    pub fn promote(a: Dtype, b: Dtype) -> Dtype {
+        PROMOTION[a.table_index()][b.table_index()]
+    }
+
+    fn table_index(self) -> usize {
+        match self {
+            Bool => 0,
+            U8 => 1,
+            U16 => 2,
+            U32 => 3,
+            U64 => 4,
+            I8 => 5,
+            I16 => 6,
+            I32 => 7,
+            I64 => 8,
+            F16 => 9,
+            F32 => 10,
+            F64 => 11,
+            BF16 => 12,
+            C64 => 13,
+        }
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// MLX's promotion table, rows and columns in the order
+/// bool u8 u16 u32 u64 i8 i16 i32 i64 f16 f32 f64 bf16 c64.
+const PROMOTION: [[Dtype; 14]; 14] = [
+    [Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, BF16, C64],
+    [U8, U8, U16, U32, U64, I16, I16, I32, I64, F16, F32, F64, BF16, C64],
+    [U16, U16, U16, U32, U64, I32, I32, I32, I64, F16, F32, F64, BF16, C64],
+    [U32, U32, U32, U32, U64, I64, I64, I64, I64, F16, F32, F64, BF16, C64],
+    [U64, U64, U64, U64, U64, F32, F32, F32, F32, F16, F32, F64, BF16, C64],
+    [I8, I16, I32, I64, F32, I8, I16, I32, I64, F16, F32, F64, BF16, C64],
+    [I16, I16, I32, I64, F32, I16, I16, I32, I64, F16, F32, F64, BF16, C64],
+    [I32, I32, I32, I64, F32, I32, I32, I32, I64, F16, F32, F64, BF16, C64],
+    [I64, I64, I64, I64, F32, I64, I64, I64, I64, F16, F32, F64, BF16, C64],
+    [F16, F16, F16, F16, F16, F16, F16, F16, F16, F16, F32, F64, F32, C64],
+    [F32, F32, F32, F32, F32, F32, F32, F32, F32, F32, F32, F64, F32, C64],
+    [F64, F64, F64, F64, F64, F64, F64, F64, F64, F64, F64, F64, F64, C64],
+    [BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16, F32, F32, F64, BF16, C64],
+    [C64, C64, C64, C64, C64, C64, C64, C64, C64, C64, C64, C64, C64, C64],
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promotion_is_symmetric() {
+        for a in Dtype::ALL {
+            for b in Dtype::ALL {
+                assert_eq!(Dtype::promote(a, b), Dtype::promote(b, a), "{a} {b}");
+            }
+            assert_eq!(Dtype::promote(a, a), a);
+        }
+    }
+
+    #[test]
+    fn promotion_matches_mlx_examples() {
+        assert_eq!(Dtype::promote(I8, U8), I16);
+        assert_eq!(Dtype::promote(U64, I64), F32);
+        assert_eq!(Dtype::promote(F16, BF16), F32);
+        assert_eq!(Dtype::promote(F64, C64), C64);
+        assert_eq!(Dtype::promote(Bool, I32), I32);
+    }
+}

@@ -1,0 +1,54 @@
+//! Typed errors. Each carries the op that raised it; messages follow MLX's
+//! `[op] problem` form. The Python layer maps kinds to exception classes.
+
+use crate::dtype::Dtype;
+
+/// Every failure ferrox reports.
+#[derive(thiserror::Error, Debug, Clone, PartialEq)]
+pub enum Error {
+    /// Two shapes could not be broadcast together.
+    #[error("[{op}] Shapes {} and {} cannot be broadcast.", fmt_shape(.lhs), fmt_shape(.rhs))]
+    Broadcast { op: &'static str, lhs: Vec<usize>, rhs: Vec<usize> },
+    /// Shapes that must agree do not.
+    #[error("[{op}] {msg}")]
+    ShapeMismatch { op: &'static str, msg: String },
+    /// An axis outside `[-ndim, ndim)`.
+    #[error("[{op}] Axis {axis} is out of bounds for array with {ndim} dimensions.")]
+    AxisOutOfRange { op: &'static str, axis: isize, ndim: usize },
+    /// A dtype the op does not accept.
+    #[error("[{op}] {detail} (got {dtype}).")]
+    UnsupportedDtype { op: &'static str, dtype: Dtype, detail: &'static str },
+    /// An integer index outside an axis.
+    #[error("[{op}] Index {index} is out of bounds for axis {axis} with size {size}.")]
+    IndexOutOfRange { op: &'static str, index: i64, axis: usize, size: usize },
+    /// More integer/slice indices than the array has dimensions.
+    #[error("[{op}] Too many indices ({given}) for array with {ndim} dimensions.")]
+    TooManyIndices { op: &'static str, given: usize, ndim: usize },
+    /// An argument of the wrong kind (maps to Python's TypeError).
+    #[error("[{op}] {msg}")]
+    InvalidType { op: &'static str, msg: String },
+    /// Any other invalid argument.
+    #[error("[{op}] {msg}")]
+    InvalidArgument { op: &'static str, msg: String },
+    /// A device or backend problem (no GPU, allocation beyond the memory limit, ...).
+    #[error("[{op}] {msg}")]
+    Device { op: &'static str, msg: String },
+}
+
+/// `Result` with ferrox's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid(op: &'static str, msg: impl Into<String>) -> Error {
+        Error::InvalidArgument { op, msg: msg.into() }
+    }
+}
+
+/// Formats a shape as NumPy and MLX print it: `(2,3)`, `(4,)`, `()`.
+pub fn fmt_shape(shape: &[usize]) -> String {
+    match shape {
+        [d] => format!("({d},)"),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")),
+    }
+}

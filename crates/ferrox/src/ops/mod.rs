@@ -1,0 +1,42 @@
+//! User-facing ops. Each validates its arguments, applies MLX's dtype rules,
+//! infers the output shape and adds a node to the graph; none computes.
+//! The same ops are methods on [`Array`](crate::Array) (see `methods.rs`)
+//! and operators on `&Array` (see `operators.rs`).
+
+mod creation;
+mod elementwise;
+mod indexing;
+mod linalg;
+mod methods;
+mod operators;
+mod reduction;
+mod shaping;
+
+pub use creation::*;
+pub use elementwise::*;
+pub use indexing::*;
+pub use linalg::*;
+pub use reduction::*;
+pub use shaping::*;
+
+use crate::error::{Error, Result};
+use crate::shape::normalize_axis;
+
+/// Resolves possibly negative axes against `ndim`: sorted, checked for range
+/// and duplicates.
+pub(crate) fn normalize_axes(op: &'static str, axes: &[isize], ndim: usize) -> Result<Vec<usize>> {
+    let mut out = axes
+        .iter()
+        .map(|&a| normalize_axis(a, ndim).ok_or(Error::AxisOutOfRange { op, axis: a, ndim }))
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_unstable();
+    if out.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::invalid(op, "Received duplicate axes."));
+    }
+    Ok(out)
+}
+
+/// Resolves one possibly negative axis against `ndim`.
+pub(crate) fn axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
+    normalize_axis(axis, ndim).ok_or(Error::AxisOutOfRange { op, axis, ndim })
+}

@@ -1,0 +1,56 @@
+//! Graph primitives: one type per kind of node. A primitive knows its name,
+//! its parameters (`Debug` shows them; equality for compile's
+//! common-subexpression pass compares them) and how to evaluate itself by
+//! calling its device's [`Backend`]. Ops in [`crate::ops`] validate inputs
+//! and infer output shapes and dtypes before creating a primitive, so
+//! `eval` never re-checks them.
+
+mod concatenate;
+mod creation;
+mod elementwise;
+mod matmul;
+mod reduction;
+mod views;
+
+pub use concatenate::Concatenate;
+pub use creation::{Arange, Eye, Full};
+pub use elementwise::{AsType, Binary, Select, Unary};
+pub use matmul::Matmul;
+pub use reduction::{ArgReduce, Reduce};
+pub use views::{BroadcastTo, Reshape, Slice, Transpose};
+
+use crate::array::ArrayData;
+use crate::backend::{Backend, Storage};
+use crate::dtype::Dtype;
+use crate::error::Result;
+use crate::shape::Layout;
+use std::fmt;
+use std::sync::Arc;
+
+/// Shape and dtype of one output of a primitive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// The output's shape.
+    pub shape: Vec<usize>,
+    /// The output's dtype.
+    pub dtype: Dtype,
+}
+
+/// A kind of graph node.
+pub trait Primitive: Send + Sync + fmt::Debug {
+    /// The primitive's name (MLX's, where MLX has one).
+    fn name(&self) -> &'static str;
+
+    /// Computes the outputs from evaluated inputs (already on `backend`'s device).
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>>;
+}
+
+/// A freshly computed, row-contiguous output.
+pub(crate) fn fresh(storage: Storage, shape: &[usize]) -> Vec<ArrayData> {
+    vec![ArrayData { storage: Arc::new(storage), layout: Layout::contiguous(shape) }]
+}
+
+/// A view: the input's buffer under a new layout.
+pub(crate) fn view(input: &ArrayData, layout: Layout) -> Vec<ArrayData> {
+    vec![ArrayData { storage: input.storage.clone(), layout }]
+}

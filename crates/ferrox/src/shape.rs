@@ -1,0 +1,240 @@
+//! Shapes, strides and broadcasting: the [`Layout`] every kernel receives.
+
+/// How an array's elements sit in a buffer: shape, strides (in elements, may
+/// be negative or zero) and the offset of element `[0, 0, ...]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Extent of each dimension.
+    pub shape: Vec<usize>,
+    /// Step in elements between neighbours along each dimension.
+    pub strides: Vec<isize>,
+    /// Position of the first element in the buffer.
+    pub offset: usize,
+}
+
+/// Row-major (C order) strides for `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for (s, &d) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= d.max(1) as isize;
+    }
+    strides
+}
+
+/// Number of elements of a shape.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// NumPy broadcasting of two shapes; `None` if they are incompatible.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Resolves a possibly negative axis against `ndim`; `None` if out of range.
+pub fn normalize_axis(axis: isize, ndim: usize) -> Option<usize> {
+    let n = ndim as isize;
+    if axis < -n || axis >= n {
+        None
+    } else {
+        Some(((axis + n) % n.max(1)) as usize)
+    }
+}
+
+impl Layout {
+    /// A row-major layout of `shape` starting at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// True when elements are dense in row-major order (dims of extent 1 ignored).
+    pub fn is_row_contiguous(&self) -> bool {
+        let mut expected = 1isize;
+        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d == 1 {
+                continue;
+            }
+            if s != expected {
+                return false;
+            }
+            expected *= d as isize;
+        }
+        true
+    }
+
+    /// This layout broadcast to `shape` (leading dims and extent-1 dims get stride 0).
+    /// `None` if the shapes are incompatible.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Option<Layout> {
+        if shape.len() < self.ndim() {
+            return None;
+        }
+        let lead = shape.len() - self.ndim();
+        let mut strides = vec![0isize; shape.len()];
+        for (i, &d) in shape.iter().enumerate().skip(lead) {
+            let (sd, ss) = (self.shape[i - lead], self.strides[i - lead]);
+            strides[i] = if sd == d {
+                ss
+            } else if sd == 1 {
+                0
+            } else {
+                return None;
+            };
+        }
+        Some(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+    }
+
+    /// The layout with dimensions reordered: new dim `i` is old dim `perm[i]`.
+    pub fn permute(&self, perm: &[usize]) -> Layout {
+        Layout {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    /// A strided window: along each axis take `len` elements from `start`
+    /// stepping by `step` (which may be negative). Callers guarantee bounds.
+    pub fn slice(&self, start: &[usize], len: &[usize], step: &[isize]) -> Layout {
+        let mut offset = self.offset as isize;
+        let mut strides = self.strides.clone();
+        for i in 0..self.ndim() {
+            if len[i] > 0 {
+                offset += start[i] as isize * self.strides[i];
+            }
+            strides[i] = self.strides[i] * step[i];
+        }
+        Layout { shape: len.to_vec(), strides, offset: offset.max(0) as usize }
+    }
+
+    /// The same elements seen with `new_shape`, without copying, if the strides
+    /// allow it (NumPy's no-copy reshape); `None` when a copy is needed.
+    pub fn reshape_view(&self, new_shape: &[usize]) -> Option<Layout> {
+        if self.size() == 0 || self.is_row_contiguous() {
+            let mut l = Layout::contiguous(new_shape);
+            l.offset = self.offset;
+            return Some(l);
+        }
+        // Drop extent-1 dims, then match groups of old dims to groups of new dims.
+        let old: Vec<(usize, isize)> =
+            self.shape.iter().copied().zip(self.strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
+        let mut new_strides = vec![0isize; new_shape.len()];
+        let (mut oi, mut ni) = (0usize, 0usize);
+        while ni < new_shape.len() && oi < old.len() {
+            if new_shape[ni] == 1 {
+                ni += 1;
+                continue;
+            }
+            let (oj0, nj0) = (oi, ni);
+            let mut op = old[oi].0;
+            let mut np = new_shape[ni];
+            while op != np {
+                if np < op {
+                    ni += 1;
+                    np *= new_shape[ni];
+                } else {
+                    oi += 1;
+                    op *= old[oi].0;
+                }
+            }
+            // The old group must be one strided block.
+            for k in oj0..oi {
+                if old[k].1 != old[k + 1].1 * old[k + 1].0 as isize {
+                    return None;
+                }
+            }
+            // Fill the new group's strides from its innermost dim outwards.
+            new_strides[ni] = old[oi].1;
+            for k in (nj0..ni).rev() {
+                new_strides[k] = new_strides[k + 1] * new_shape[k + 1] as isize;
+            }
+            oi += 1;
+            ni += 1;
+        }
+        Some(Layout { shape: new_shape.to_vec(), strides: new_strides, offset: self.offset })
+    }
+}
+
+/// Merges neighbouring dimensions that are contiguous with each other in every
+/// one of several layouts sharing `shape`; returns the collapsed shape and strides.
+pub fn collapse_dims<const N: usize>(shape: &[usize], strides: [&[isize]; N]) -> (Vec<usize>, [Vec<isize>; N]) {
+    let mut out_shape: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut out_strides: [Vec<isize>; N] = std::array::from_fn(|_| Vec::with_capacity(shape.len()));
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let mergeable = !out_shape.is_empty()
+            && (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][i] * d as isize);
+        if mergeable {
+            *out_shape.last_mut().unwrap() *= d;
+            for k in 0..N {
+                *out_strides[k].last_mut().unwrap() = strides[k][i];
+            }
+        } else {
+            out_shape.push(d);
+            for k in 0..N {
+                out_strides[k].push(strides[k][i]);
+            }
+        }
+    }
+    if out_shape.is_empty() {
+        out_shape.push(1);
+        for s in out_strides.iter_mut() {
+            s.push(1);
+        }
+    }
+    (out_shape, out_strides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(broadcast_shapes(&[3, 1], &[4]), Some(vec![3, 4]));
+        assert_eq!(broadcast_shapes(&[], &[2, 2]), Some(vec![2, 2]));
+        assert_eq!(broadcast_shapes(&[3], &[4]), None);
+    }
+
+    #[test]
+    fn reshape_view_of_transposed_needs_copy() {
+        let l = Layout::contiguous(&[2, 3]).permute(&[1, 0]);
+        assert!(l.reshape_view(&[6]).is_none());
+        assert!(l.reshape_view(&[3, 2, 1]).is_some());
+        let s = Layout::contiguous(&[4, 6]).slice(&[0, 0], &[4, 3], &[1, 1]);
+        assert_eq!(s.reshape_view(&[2, 2, 3]).unwrap().strides, vec![12, 6, 1]);
+        assert!(s.reshape_view(&[12]).is_none());
+    }
+
+    #[test]
+    fn collapse_merges_contiguous_dims() {
+        let st = contiguous_strides(&[2, 3, 4]);
+        let (s, [c]) = collapse_dims(&[2, 3, 4], [&st]);
+        assert_eq!((s, c), (vec![24], vec![1]));
+    }
+}

@@ -1,0 +1,73 @@
+//! The scheduler: evaluates pending arrays in topological order.
+
+use crate::array::{Array, ArrayData, Recipe};
+use crate::backend::dispatcher;
+use crate::error::Result;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Computes every pending array among `arrays` and everything they need.
+///
+/// Work runs in dependency order on each primitive's stream. Once a node is
+/// computed it drops its recipe, so intermediate results are freed as soon as
+/// their last consumer has run (the graph does not grow in a training loop).
+pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
+    let mut order = schedule(arrays);
+    for slot in order.iter_mut() {
+        let recipe = slot.take().expect("each recipe runs once");
+        run(&recipe)?;
+    }
+    Ok(())
+}
+
+/// Pending recipes reachable from `arrays`, inputs before consumers.
+/// Iterative depth-first search: chains of any length are fine.
+fn schedule<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Vec<Option<Arc<Recipe>>> {
+    let mut order = Vec::new();
+    let mut seen: HashSet<*const Recipe> = HashSet::new();
+    let mut stack: Vec<(Arc<Recipe>, usize)> = Vec::new();
+    for array in arrays {
+        let Some(root) = array.pending_recipe() else { continue };
+        if !seen.insert(Arc::as_ptr(&root)) {
+            continue;
+        }
+        stack.push((root, 0));
+        while let Some((recipe, next)) = stack.last_mut() {
+            if let Some(input) = recipe.inputs.get(*next) {
+                *next += 1;
+                if let Some(child) = input.pending_recipe() {
+                    if seen.insert(Arc::as_ptr(&child)) {
+                        stack.push((child, 0));
+                    }
+                }
+            } else {
+                let (recipe, _) = stack.pop().expect("stack is not empty");
+                order.push(Some(recipe));
+            }
+        }
+    }
+    order
+}
+
+/// Runs one recipe on its stream's device and stores the results in its
+/// live sibling nodes.
+fn run(recipe: &Recipe) -> Result<()> {
+    let device = recipe.stream.device;
+    let backend = dispatcher::backend(device)?;
+    let inputs = recipe
+        .inputs
+        .iter()
+        .map(|a| {
+            let data = a.ready_data().expect("inputs are computed before their consumers");
+            let (storage, layout) = dispatcher::ensure_on(device, &data.storage, &data.layout)?;
+            Ok(ArrayData { storage, layout })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let outputs = recipe.primitive.eval(backend, &inputs, &recipe.outputs)?;
+    for (node, data) in recipe.sibling_nodes().into_iter().zip(outputs) {
+        if let Some(node) = node {
+            Array::set_ready(&node, data);
+        }
+    }
+    Ok(())
+}

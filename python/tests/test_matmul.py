@@ -1,0 +1,157 @@
+"""matmul / @ against NumPy: batched, broadcast batch dims, 1-D operands,
+non-contiguous operands, float and integer dtypes."""
+
+import numpy as np
+import pytest
+
+import ferrox as fx
+from conftest import INTS, TOL, assert_close, cast_ref, promote, rand, to_fx
+
+MATMUL_DTYPES = ["float32", "float64", "float16", "bfloat16"] + INTS
+
+SHAPES = [
+    ((3, 4), (4, 5)),
+    ((1, 1), (1, 1)),
+    ((4,), (4,)),
+    ((4,), (4, 5)),
+    ((3, 4), (4,)),
+    ((2, 3, 4), (4, 5)),
+    ((3, 4), (2, 4, 5)),
+    ((2, 3, 4), (2, 4, 5)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((1, 3, 4), (2, 1, 4, 2)),
+    ((4,), (2, 4, 3)),
+    ((2, 3, 4), (4,)),
+    ((0, 4), (4, 5)),
+    ((3, 0), (0, 5)),
+    ((3, 4), (4, 0)),
+    ((2, 0, 3, 4), (4, 2)),
+    ((17, 33), (33, 9)),
+    ((1, 64), (64, 1)),
+]
+
+
+def matmul_ref(a_np, b_np, rd):
+    """Reference and an absolute tolerance scaled by |a| @ |b|."""
+    a = cast_ref(a_np, rd)
+    b = cast_ref(b_np, rd)
+    ref = np.matmul(a, b)
+    if rd in INTS:
+        return ref, None
+    mag = np.matmul(np.abs(a), np.abs(b))
+    rtol, atol = TOL[rd]
+    return ref, rtol * mag + atol
+
+
+def check_matmul(a_np, a_fx, da, b_np, b_fx, db, use_operator=False):
+    rd = promote(da, db)
+    ref, atol = matmul_ref(a_np, b_np, rd)
+    out = (a_fx @ b_fx) if use_operator else fx.matmul(a_fx, b_fx)
+    assert_close(out, ref, rd, atol=atol)
+    return out
+
+
+def kind_for(dtype):
+    return "small" if dtype in INTS else "normal"
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES)
+def test_matmul_shapes(dtype, shapes, rng):
+    sa, sb = shapes
+    a = rand(rng, sa, dtype, kind_for(dtype))
+    b = rand(rng, sb, dtype, kind_for(dtype))
+    out = check_matmul(a, to_fx(a, dtype), dtype, b, to_fx(b, dtype), dtype)
+    assert out.shape == np.matmul(a, b).shape
+    check_matmul(a, to_fx(a, dtype), dtype, b, to_fx(b, dtype), dtype, use_operator=True)
+
+
+# operand layouts: (base shape, view) giving a logical (3, 4) left / (4, 5) right
+LEFT = {
+    "contiguous": ((3, 4), lambda m, x: x),
+    "transposed": ((4, 3), lambda m, x: m.transpose(x, (1, 0))),
+    "sliced": ((7, 9), lambda m, x: x[::2, 1::2]),
+    "negstep": ((3, 8), lambda m, x: x[::-1, ::-2]),
+    "broadcast": ((1, 4), lambda m, x: m.broadcast_to(x, (3, 4))),
+}
+RIGHT = {
+    "contiguous": ((4, 5), lambda m, x: x),
+    "transposed": ((5, 4), lambda m, x: m.transpose(x, (1, 0))),
+    "sliced": ((8, 6), lambda m, x: x[1::2, :5]),
+    "negstep": ((4, 10), lambda m, x: x[::-1, ::-2]),
+    "broadcast": ((4, 1), lambda m, x: m.broadcast_to(x, (4, 5))),
+}
+
+
+def _operand(rng, table, layout, dtype):
+    shape, view = table[layout]
+    base = rand(rng, shape, dtype, kind_for(dtype))
+    return view(np, base), view(fx, to_fx(base, dtype))
+
+
+@pytest.mark.parametrize("right", list(RIGHT))
+@pytest.mark.parametrize("left", list(LEFT))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32",
+                                   "int8"])
+def test_matmul_layouts(dtype, left, right, rng):
+    a_np, a_fx = _operand(rng, LEFT, left, dtype)
+    b_np, b_fx = _operand(rng, RIGHT, right, dtype)
+    check_matmul(a_np, a_fx, dtype, b_np, b_fx, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_matmul_batched_noncontiguous(dtype, rng):
+    a = rand(rng, (4, 2, 3), dtype, kind_for(dtype))  # -> (2, 3, 4) via transpose
+    b = rand(rng, (2, 5, 4), dtype, kind_for(dtype))  # -> (2, 4, 5) via transpose
+    a_np, b_np = np.transpose(a, (1, 2, 0)), np.transpose(b, (0, 2, 1))
+    a_fx = fx.transpose(to_fx(a, dtype), (1, 2, 0))
+    b_fx = fx.transpose(to_fx(b, dtype), (0, 2, 1))
+    check_matmul(a_np, a_fx, dtype, b_np, b_fx, dtype)
+    # a broadcast batch operand (zero stride on the batch axis)
+    c = rand(rng, (1, 4, 5), dtype, kind_for(dtype))
+    c_np = np.broadcast_to(c, (2, 4, 5))
+    c_fx = fx.broadcast_to(to_fx(c, dtype), (2, 4, 5))
+    check_matmul(a_np, a_fx, dtype, c_np, c_fx, dtype)
+    # reversed batch order
+    check_matmul(a_np[::-1], a_fx[::-1], dtype, b_np[::-1], b_fx[::-1], dtype)
+
+
+@pytest.mark.parametrize(
+    "da,db", [("float32", "float16"), ("int32", "float32"), ("int8", "uint8"),
+              ("float64", "float32"), ("bfloat16", "float16"), ("int16", "bfloat16"),
+              ("uint8", "int32")]
+)
+def test_matmul_mixed_dtypes(da, db, rng):
+    a = rand(rng, (3, 4), da, kind_for(da))
+    b = rand(rng, (4, 2), db, kind_for(db))
+    out = check_matmul(a, to_fx(a, da), da, b, to_fx(b, db), db)
+    assert out.dtype == getattr(fx, promote(da, db))
+
+
+@pytest.mark.parametrize("m,k,n", [(65, 129, 67), (128, 64, 96), (1, 300, 257), (200, 3, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_matmul_larger(dtype, m, k, n, rng):
+    a = rand(rng, (m, k), dtype, kind_for(dtype))
+    b = rand(rng, (k, n), dtype, kind_for(dtype))
+    check_matmul(a, to_fx(a, dtype), dtype, b, to_fx(b, dtype), dtype)
+    # transposed operands on the same data
+    check_matmul(b.T, to_fx(b, dtype).T, dtype, a.T, to_fx(a, dtype).T, dtype)
+
+
+def test_matmul_integer_exact():
+    a = fx.array([[1, 2], [3, 4]])
+    b = fx.array([[5, 6], [7, 8]])
+    out = a @ b
+    assert out.dtype == fx.int32
+    assert out.tolist() == [[19, 22], [43, 50]]
+    big = fx.array([[2**20, 1]], dtype=fx.int64) @ fx.array([[2**20], [1]], dtype=fx.int64)
+    assert big.item() == 2**40 + 1
+
+
+def test_matmul_identity_and_vectors():
+    eye = fx.eye(3)
+    v = fx.array([1.0, 2.0, 3.0])
+    assert (eye @ v).tolist() == [1.0, 2.0, 3.0]
+    assert (v @ v).item() == 14.0
+    assert (v @ v).shape == ()
+    assert fx.matmul(fx.zeros((3, 0)), fx.zeros((0, 2))).tolist() == [[0.0, 0.0]] * 3

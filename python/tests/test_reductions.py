@@ -1,0 +1,261 @@
+"""sum / mean / max / min / argmax / argmin against NumPy."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ferrox as fx
+from conftest import (
+    ALL_DTYPES,
+    EPS,
+    INTS,
+    TOL,
+    assert_close,
+    at_least_float,
+    cast_ref,
+    fxd,
+    rand,
+    to_fx,
+)
+
+NO_COMPLEX = [d for d in ALL_DTYPES if d != "complex64"]
+
+# 3-D layouts, logical shape (2, 3, 4) (or (2, 0, 4) for "empty").
+# view(mod, x) works for mod = numpy or ferrox.
+LAYOUTS_3D = {
+    "contiguous": ((2, 3, 4), lambda m, x: x),
+    "transposed": ((4, 3, 2), lambda m, x: m.transpose(x, (2, 1, 0))),
+    "permuted": ((3, 2, 4), lambda m, x: m.transpose(x, (1, 0, 2))),
+    "sliced": ((4, 6, 5), lambda m, x: x[::2, 1:4, :4]),
+    "negstep": ((2, 3, 8), lambda m, x: x[::-1, :, ::-2]),
+    "broadcast": ((1, 3, 4), lambda m, x: m.broadcast_to(x, (2, 3, 4))),
+    "empty": ((2, 0, 4), lambda m, x: x),
+}
+
+AXES = [None, 0, 1, 2, -1, (0, 2), [0, 1], (0, 1, 2), (-1, -3), (1,)]
+
+
+def operand(rng, layout, dtype, kind="normal"):
+    base_shape, view = LAYOUTS_3D[layout]
+    base = rand(rng, base_shape, dtype, kind)
+    return view(np, base), view(fx, to_fx(base, dtype))
+
+
+def _np_axis(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _reduced_count(shape, axis):
+    if axis is None:
+        return int(np.prod(shape)) if shape else 1
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    return int(np.prod([shape[a] for a in axes])) if axes else 1
+
+
+def sum_tolerance(x_ref, axis, keepdims, rd, mean=False):
+    """Error bound for a sum in dtype rd: n * eps * sum(|x|) (any summation order)."""
+    if rd not in EPS:
+        return None
+    n = max(_reduced_count(x_ref.shape, _np_axis(axis)), 1)
+    mag = np.sum(np.abs(x_ref), axis=_np_axis(axis), keepdims=keepdims)
+    if mean:
+        mag = mag / n
+    return 2 * n * EPS[rd] * mag + TOL[rd][1]
+
+
+# --------------------------------------------------------------------------
+# sum
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", list(LAYOUTS_3D))
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_sum(dtype, layout, axis, keepdims, rng):
+    x_np, x_fx = operand(rng, layout, dtype)
+    rd = "int32" if dtype == "bool_" else dtype
+    x_ref = cast_ref(x_np, rd)
+    ax = _np_axis(axis)
+    if rd in INTS:
+        ref = np.sum(x_ref, axis=ax, keepdims=keepdims, dtype=x_ref.dtype)
+        atol = None
+    else:
+        ref = np.sum(x_ref, axis=ax, keepdims=keepdims)
+        atol = sum_tolerance(x_ref, axis, keepdims, rd)
+    out = fx.sum(x_fx, axis=axis, keepdims=keepdims)
+    assert_close(out, ref, rd, atol=atol)
+
+
+# --------------------------------------------------------------------------
+# mean
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", list(LAYOUTS_3D))
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_mean(dtype, layout, axis, keepdims, rng):
+    x_np, x_fx = operand(rng, layout, dtype)
+    rd = at_least_float(dtype)
+    x_ref = cast_ref(x_np, rd) if dtype not in INTS + ["bool_"] else x_np.astype(np.float64)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = np.mean(x_ref, axis=_np_axis(axis), keepdims=keepdims)
+    atol = sum_tolerance(x_ref, axis, keepdims, rd, mean=True)
+    out = fx.mean(x_fx, axis=axis, keepdims=keepdims)
+    assert_close(out, ref, rd, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", INTS + ["bool_"])
+def test_mean_of_ints_is_float32(dtype):
+    x = fx.ones((3, 2), dtype=fxd(dtype))
+    assert fx.mean(x).dtype == fx.float32
+    assert fx.mean(x, axis=0).dtype == fx.float32
+    assert fx.mean(x).item() == 1.0
+
+
+# --------------------------------------------------------------------------
+# max / min
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", [k for k in LAYOUTS_3D if k != "empty"])
+@pytest.mark.parametrize("dtype", NO_COMPLEX)
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min(name, dtype, layout, axis, keepdims, rng):
+    x_np, x_fx = operand(rng, layout, dtype)
+    np_fn = np.max if name == "max" else np.min
+    ref = np_fn(cast_ref(x_np, dtype), axis=_np_axis(axis), keepdims=keepdims)
+    out = getattr(fx, name)(x_fx, axis=axis, keepdims=keepdims)
+    assert_close(out, ref, dtype, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_with_inf(name):
+    x = fx.array([1.0, -np.inf, np.inf, 0.0])
+    assert getattr(fx, name)(x).item() == (np.inf if name == "max" else -np.inf)
+
+
+# --------------------------------------------------------------------------
+# argmax / argmin
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, -2])
+@pytest.mark.parametrize("layout", [k for k in LAYOUTS_3D if k not in ("empty", "broadcast")])
+@pytest.mark.parametrize("dtype", [d for d in NO_COMPLEX if d != "bool_"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_argmin(name, dtype, layout, axis, keepdims, rng):
+    x_np, x_fx = operand(rng, layout, dtype, "distinct")
+    ref = getattr(np, name)(cast_ref(x_np, dtype), axis=axis, keepdims=keepdims)
+    out = getattr(fx, name)(x_fx, axis=axis, keepdims=keepdims)
+    assert_close(out, np.asarray(ref).astype(np.uint32), "uint32")
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype", ["int32", "float32", "uint8"])
+def test_argmax_ties_pick_first(name, dtype):
+    x = fx.array([1, 3, 3, 1, 0, 0], dtype=fxd(dtype))
+    expected = 1 if name == "argmax" else 4
+    out = getattr(fx, name)(x)
+    assert out.dtype == fx.uint32
+    assert out.item() == expected
+    # ties along a non-contiguous axis
+    m = fx.array([[2, 5], [2, 5], [1, 7]], dtype=fxd(dtype)).T  # shape (2, 3)
+    exp = getattr(np, name)(np.array([[2, 5], [2, 5], [1, 7]]).T, axis=1)
+    assert getattr(fx, name)(m, axis=1).tolist() == exp.tolist()
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_bool(name):
+    x = fx.array([[False, True, True], [True, False, False]])
+    exp = getattr(np, name)(np.array([[False, True, True], [True, False, False]]), axis=1)
+    assert getattr(fx, name)(x, axis=1).tolist() == exp.tolist()
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_broadcast_input(name, rng):
+    base = rand(rng, (1, 5), "float32", "distinct")
+    x_np = np.broadcast_to(base, (3, 5))
+    x_fx = fx.broadcast_to(to_fx(base, "float32"), (3, 5))
+    assert_close(getattr(fx, name)(x_fx, axis=1),
+                 getattr(np, name)(x_np, axis=1).astype(np.uint32), "uint32")
+
+
+# --------------------------------------------------------------------------
+# 0-d inputs, method forms, larger/odd sizes
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float16", "bool_"])
+def test_reductions_zero_dim(dtype, rng):
+    x_np = rand(rng, (), dtype, "positive")
+    x = to_fx(x_np, dtype)
+    s = fx.sum(x)
+    assert s.shape == ()
+    assert s.item() == pytest.approx(float(x_np))
+    assert fx.max(x).shape == () and fx.min(x).shape == ()
+    assert fx.mean(x).item() == pytest.approx(float(x_np))
+    am = fx.argmax(x)
+    assert am.shape == () and am.dtype == fx.uint32 and am.item() == 0
+
+
+def test_reduction_methods(rng):
+    x_np = rand(rng, (3, 4, 5), "float32")
+    x = to_fx(x_np, "float32")
+    assert_close(x.sum(), x_np.sum(), "float32", atol=1e-4)
+    assert_close(x.sum(axis=1), x_np.sum(axis=1), "float32", atol=1e-4)
+    assert_close(x.sum(axis=(0, 2), keepdims=True), x_np.sum(axis=(0, 2), keepdims=True),
+                 "float32", atol=1e-4)
+    assert_close(x.mean(axis=-1), x_np.mean(axis=-1), "float32")
+    assert_close(x.max(axis=0), x_np.max(axis=0), "float32")
+    assert_close(x.min(axis=[1, 2], keepdims=True), x_np.min(axis=(1, 2), keepdims=True),
+                 "float32")
+    assert_close(x.argmax(axis=1), x_np.argmax(axis=1).astype(np.uint32), "uint32")
+    assert_close(x.argmin(), np.array(x_np.argmin(), dtype=np.uint32), "uint32")
+    assert_close(x.argmin(axis=2, keepdims=True),
+                 x_np.argmin(axis=2, keepdims=True).astype(np.uint32), "uint32")
+
+
+@pytest.mark.parametrize("shape,axis", [((100003,), None), ((513, 257), 0), ((257, 513), 1),
+                                        ((64, 65, 33), (0, 2)), ((7, 3000), -1)])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float64"])
+def test_large_reductions(shape, axis, dtype, rng):
+    x_np = rand(rng, shape, dtype)
+    x = to_fx(x_np, dtype)
+    x_ref = cast_ref(x_np, dtype)
+    ref_sum = np.sum(x_ref, axis=axis, dtype=x_ref.dtype)
+    atol = sum_tolerance(x_ref, axis, False, dtype)
+    assert_close(fx.sum(x, axis=axis), ref_sum, dtype, atol=atol)
+    assert_close(fx.max(x, axis=axis), np.max(x_ref, axis=axis), dtype, rtol=0, atol=0)
+    # the same through a transposed view
+    xt_np = x_ref.T
+    xt = x.T
+    axt = None if axis is None else (
+        tuple(x_np.ndim - 1 - a % x_np.ndim for a in axis) if isinstance(axis, tuple)
+        else x_np.ndim - 1 - axis % x_np.ndim)
+    assert_close(fx.sum(xt, axis=axt), np.sum(xt_np, axis=axt, dtype=x_ref.dtype), dtype,
+                 atol=None if atol is None else atol.T)
+    assert_close(fx.min(xt, axis=axt), np.min(xt_np, axis=axt), dtype, rtol=0, atol=0)
+
+
+def test_sum_int8_wraps_in_int8():
+    # MLX keeps the input dtype for sum (except bool -> int32)
+    x = fx.array([100, 100, 100], dtype=fx.int8)
+    s = fx.sum(x)
+    assert s.dtype == fx.int8
+    assert s.item() == int(np.array([100, 100, 100], dtype=np.int8).sum(dtype=np.int8))
+
+
+def test_sum_bool_counts():
+    x = fx.array([[True, False, True], [True, True, True]])
+    s = fx.sum(x)
+    assert s.dtype == fx.int32
+    assert s.item() == 5
+    assert fx.sum(x, axis=1).tolist() == [2, 3]
