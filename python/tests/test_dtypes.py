@@ -24,7 +24,8 @@ from conftest import (
 def test_dtype_objects(name):
     d = fxd(name)
     assert d.size == SIZES[name]
-    assert repr(d) == f"ferrox.{name}"
+    # like MLX (`mlx.core.bool`), the bool dtype prints without the underscore
+    assert repr(d) == f"ferrox.{name.rstrip('_')}"
     assert d == fxd(name)
     others = [fxd(o) for o in ALL_DTYPES if o != name]
     assert all(d != o for o in others)
@@ -101,7 +102,9 @@ def test_astype_float32_to_float16_matches_numpy(rng):
     x_np = rng.normal(0, 100, size=(1000,)).astype(np.float32)
     x_np = np.concatenate([x_np, np.array([70000.0, -70000.0, 1e-8, 6e-5], np.float32)])
     out = fx.array(x_np).astype(fx.float16)
-    assert np.array_equal(np.array(out), x_np.astype(np.float16))
+    with np.errstate(over="ignore"):  # 70000 -> inf is the point
+        ref = x_np.astype(np.float16)
+    assert np.array_equal(np.array(out), ref)
 
 
 @pytest.mark.parametrize("src", ["float16", "bfloat16"])

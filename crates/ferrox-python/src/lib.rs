@@ -1,1 +1,20 @@
-pub fn y(){}
+//! `ferrox._core`: the Python extension module behind `import ferrox`.
+
+mod array;
+mod convert;
+mod device;
+mod dtype;
+mod errors;
+mod ops;
+
+use pyo3::prelude::*;
+
+/// The compiled core of the `ferrox` Python package.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<array::PyArray>()?;
+    dtype::register(m)?;
+    device::register(m)?;
+    ops::register(m)?;
+    Ok(())
+}

@@ -65,7 +65,10 @@ impl Drop for Node {
             if let Ok(recipe) = Arc::try_unwrap(recipe) {
                 for input in recipe.inputs {
                     if let Ok(mut node) = Arc::try_unwrap(input.node) {
-                        let s = std::mem::replace(node.state.get_mut().unwrap_or_else(|e| e.into_inner()), State::Ready(empty()));
+                        let s = std::mem::replace(
+                            node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
+                            State::Ready(empty()),
+                        );
                         if let State::Pending(r) = s {
                             stack.push(r);
                         }
@@ -93,10 +96,13 @@ pub struct Array {
 
 impl Array {
     /// A pending array computed by `primitive` from `inputs` on the current stream.
-    pub fn from_primitive(shape: Vec<usize>, dtype: Dtype, primitive: impl Primitive + 'static, inputs: Vec<Array>) -> Array {
-        Array::siblings_from_primitive(vec![OutputSpec { shape, dtype }], primitive, inputs)
-            .pop()
-            .expect("one output")
+    pub fn from_primitive(
+        shape: Vec<usize>,
+        dtype: Dtype,
+        primitive: impl Primitive + 'static,
+        inputs: Vec<Array>,
+    ) -> Array {
+        Array::siblings_from_primitive(vec![OutputSpec { shape, dtype }], primitive, inputs).pop().expect("one output")
     }
 
     /// Sibling arrays computed together by one multi-output primitive.
@@ -115,16 +121,23 @@ impl Array {
         let arrays: Vec<Array> = outputs
             .into_iter()
             .map(|o| Array {
-                node: Arc::new(Node { shape: o.shape, dtype: o.dtype, state: Mutex::new(State::Pending(recipe.clone())) }),
+                node: Arc::new(Node {
+                    shape: o.shape,
+                    dtype: o.dtype,
+                    state: Mutex::new(State::Pending(recipe.clone())),
+                }),
             })
             .collect();
-        *recipe.siblings.lock().unwrap_or_else(|e| e.into_inner()) = arrays.iter().map(|a| Arc::downgrade(&a.node)).collect();
+        *recipe.siblings.lock().unwrap_or_else(|e| e.into_inner()) =
+            arrays.iter().map(|a| Arc::downgrade(&a.node)).collect();
         arrays
     }
 
     /// An evaluated array over existing data.
     pub fn from_data(data: ArrayData, dtype: Dtype) -> Array {
-        Array { node: Arc::new(Node { shape: data.layout.shape.clone(), dtype, state: Mutex::new(State::Ready(data)) }) }
+        Array {
+            node: Arc::new(Node { shape: data.layout.shape.clone(), dtype, state: Mutex::new(State::Ready(data)) }),
+        }
     }
 
     /// An evaluated array owning `data` (row-major) with `shape`.
@@ -147,7 +160,10 @@ impl Array {
     /// An evaluated array from raw little-endian bytes of `dtype`.
     pub fn from_bytes(bytes: &[u8], dtype: Dtype, shape: &[usize]) -> Result<Array> {
         if bytes.len() != numel(shape) * dtype.size() {
-            return Err(Error::invalid("array", format!("{} bytes do not hold a {dtype} array of shape {shape:?}.", bytes.len())));
+            return Err(Error::invalid(
+                "array",
+                format!("{} bytes do not hold a {dtype} array of shape {shape:?}.", bytes.len()),
+            ));
         }
         let storage = Arc::new(Storage::Cpu(CpuStorage::from_bytes(dtype, bytes)));
         Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, dtype))
@@ -163,6 +179,19 @@ impl Array {
         let storage = crate::backend::cpu::creation::full(value, dtype, 1);
         let storage = Arc::new(Storage::Cpu(CpuStorage::new(storage)));
         Array::from_data(ArrayData { storage, layout: Layout::contiguous(&[]) }, dtype)
+    }
+
+    /// An evaluated array of `dtype` from row-major scalar values (cast to `dtype`).
+    pub fn from_scalars(values: &[Scalar], shape: &[usize], dtype: Dtype) -> Result<Array> {
+        if values.len() != numel(shape) {
+            return Err(Error::invalid(
+                "array",
+                format!("{} values cannot fill an array of shape {shape:?}.", values.len()),
+            ));
+        }
+        let buffer = crate::backend::cpu::creation::from_scalars(values, dtype);
+        let storage = Arc::new(Storage::Cpu(CpuStorage::new(buffer)));
+        Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, dtype))
     }
 
     /// The extent of each dimension.
@@ -256,15 +285,27 @@ impl Array {
     /// The value of a one-element array; `T` must match the dtype.
     pub fn item<T: CpuElement>(&self) -> Result<T> {
         if self.size() != 1 {
-            return Err(Error::invalid("item", format!("can only convert an array of size 1, got shape {:?}.", self.shape())));
+            return Err(Error::invalid(
+                "item",
+                format!("can only convert an array of size 1, got shape {:?}.", self.shape()),
+            ));
         }
         Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// Every element in row-major order as a dtype-agnostic [`Scalar`].
+    pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
+        let host = self.to_host()?;
+        Ok(crate::with_buffer!(host.buffer(), v => v.iter().map(|e| e.to_scalar()).collect()))
     }
 
     /// The value of a one-element array as a dtype-agnostic [`Scalar`].
     pub fn item_scalar(&self) -> Result<Scalar> {
         if self.size() != 1 {
-            return Err(Error::invalid("item", format!("can only convert an array of size 1, got shape {:?}.", self.shape())));
+            return Err(Error::invalid(
+                "item",
+                format!("can only convert an array of size 1, got shape {:?}.", self.shape()),
+            ));
         }
         let host = self.to_host()?;
         Ok(crate::with_buffer!(host.buffer(), v => v[0].to_scalar()))

@@ -105,9 +105,7 @@ pub fn new_stream(device: Device) -> Result<Stream> {
 /// The stream an op built now runs on: the innermost [`with_stream`] scope,
 /// otherwise the default stream of the default device.
 pub fn current_stream() -> Stream {
-    STREAM_OVERRIDE
-        .with(|s| s.borrow().last().copied())
-        .unwrap_or_else(|| default_stream(default_device()))
+    STREAM_OVERRIDE.with(|s| s.borrow().last().copied()).unwrap_or_else(|| default_stream(default_device()))
 }
 
 /// Runs `f` with every op it builds placed on `stream` (MLX's `with mx.stream(s)`).

@@ -133,7 +133,13 @@ macro_rules! int_element {
                     // Only 1 and -1 have integer reciprocals.
                     match self as i64 {
                         1 => 1,
-                        -1 => if (o as i64) % 2 == 0 { 1 } else { self },
+                        -1 => {
+                            if (o as i64) % 2 == 0 {
+                                1
+                            } else {
+                                self
+                            }
+                        }
                         _ => 0,
                     }
                 } else {
@@ -152,11 +158,19 @@ macro_rules! int_element {
             }
             #[inline(always)]
             fn max(self, o: Self) -> Self {
-                if self > o { self } else { o }
+                if self > o {
+                    self
+                } else {
+                    o
+                }
             }
             #[inline(always)]
             fn min(self, o: Self) -> Self {
-                if self < o { self } else { o }
+                if self < o {
+                    self
+                } else {
+                    o
+                }
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -165,7 +179,11 @@ macro_rules! int_element {
             #[inline(always)]
             fn abs(self) -> Self {
                 #[allow(unused_comparisons)]
-                if $signed && self < 0 { self.neg() } else { self }
+                if $signed && self < 0 {
+                    self.neg()
+                } else {
+                    self
+                }
             }
             #[inline(always)]
             fn lt(self, o: Self) -> bool {
@@ -316,12 +334,20 @@ macro_rules! float_element {
             #[inline(always)]
             fn max(self, o: Self) -> Self {
                 let (a, b) = (($to)(self), ($to)(o));
-                if a > b || a.is_nan() { self } else { o }
+                if a > b || a.is_nan() {
+                    self
+                } else {
+                    o
+                }
             }
             #[inline(always)]
             fn min(self, o: Self) -> Self {
                 let (a, b) = (($to)(self), ($to)(o));
-                if a < b || a.is_nan() { self } else { o }
+                if a < b || a.is_nan() {
+                    self
+                } else {
+                    o
+                }
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -396,18 +422,30 @@ impl Element for Complex32 {
     #[inline(always)]
     fn pow(self, o: Self) -> Self {
         if self == Self::zero() {
-            if o == Self::zero() { Self::one() } else { Self::zero() }
+            if o == Self::zero() {
+                Self::one()
+            } else {
+                Self::zero()
+            }
         } else {
             self.powc(o)
         }
     }
     #[inline(always)]
     fn max(self, o: Self) -> Self {
-        if o.lt(self) || self.is_nan() { self } else { o }
+        if o.lt(self) || self.is_nan() {
+            self
+        } else {
+            o
+        }
     }
     #[inline(always)]
     fn min(self, o: Self) -> Self {
-        if self.lt(o) || self.is_nan() { self } else { o }
+        if self.lt(o) || self.is_nan() {
+            self
+        } else {
+            o
+        }
     }
     #[inline(always)]
     fn neg(self) -> Self {

@@ -20,6 +20,7 @@ pub mod device;
 pub mod dtype;
 pub mod element;
 pub mod error;
+pub mod format;
 pub mod memory;
 pub mod ops;
 pub mod primitives;
@@ -31,5 +32,7 @@ pub use device::{default_device, set_default_device, Device, DeviceType, Stream}
 pub use dtype::{Dtype, DtypeCategory};
 pub use element::{Element, Scalar};
 pub use error::{Error, Result};
-pub use memory::{get_active_memory, get_peak_memory, reset_peak_memory};
+pub use memory::{
+    clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory, set_cache_limit,
+};
 pub use transforms::eval::eval;

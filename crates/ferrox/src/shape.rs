@@ -187,8 +187,8 @@ pub fn collapse_dims<const N: usize>(shape: &[usize], strides: [&[isize]; N]) ->
         if d == 1 {
             continue;
         }
-        let mergeable = !out_shape.is_empty()
-            && (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][i] * d as isize);
+        let mergeable =
+            !out_shape.is_empty() && (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][i] * d as isize);
         if mergeable {
             *out_shape.last_mut().unwrap() *= d;
             for k in 0..N {

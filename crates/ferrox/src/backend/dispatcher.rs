@@ -38,6 +38,6 @@ pub fn ensure_on(device: Device, storage: &Arc<Storage>, layout: &Layout) -> Res
     TRANSFERS.fetch_add(1, Ordering::Relaxed);
     let host = backend(storage.device())?.to_host(storage, layout)?;
     let contiguous = Layout::contiguous(&layout.shape);
-    let moved = backend(device)?.from_host(&host, &contiguous)?;
+    let moved = backend(device)?.upload(&host, &contiguous)?;
     Ok((Arc::new(moved), contiguous))
 }

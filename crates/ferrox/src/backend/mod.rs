@@ -180,7 +180,7 @@ pub trait Backend: Send + Sync {
     fn device(&self) -> Device;
 
     /// Copies host data onto this device.
-    fn from_host(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage>;
+    fn upload(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage>;
 
     /// Copies the elements `layout` selects back to the host, row-contiguous.
     fn to_host(&self, storage: &Storage, layout: &Layout) -> Result<CpuStorage>;
@@ -208,14 +208,20 @@ pub trait Backend: Send + Sync {
 
     /// `cond ? x : y` elementwise; `cond` is bool, `x` and `y` share a dtype,
     /// all three layouts share the output shape.
-    fn select(&self, cond: &Storage, lc: &Layout, x: &Storage, lx: &Layout, y: &Storage, ly: &Layout)
-        -> Result<Storage>;
+    fn select(
+        &self,
+        cond: &Storage,
+        lc: &Layout,
+        x: &Storage,
+        lx: &Layout,
+        y: &Storage,
+        ly: &Layout,
+    ) -> Result<Storage>;
 
     /// Reduces `axes` (sorted, unique, non-empty) of `x`; the output keeps
     /// the reduced axes with extent 1. Output dtype: `out_dtype` (the input
     /// dtype, or int32 for a bool sum).
-    fn reduce(&self, op: ReduceOp, x: &Storage, layout: &Layout, axes: &[usize], out_dtype: Dtype)
-        -> Result<Storage>;
+    fn reduce(&self, op: ReduceOp, x: &Storage, layout: &Layout, axes: &[usize], out_dtype: Dtype) -> Result<Storage>;
 
     /// Index of the max/min along `axis` (kept with extent 1); uint32 output.
     fn arg_reduce(&self, op: ArgReduceOp, x: &Storage, layout: &Layout, axis: usize) -> Result<Storage>;

@@ -60,7 +60,10 @@ pub fn ones_like(a: &Array) -> Result<Array> {
 /// ```
 pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
     if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
-        return Err(Error::invalid("arange", "Cannot compute length: start, stop and step must be finite and step non-zero."));
+        return Err(Error::invalid(
+            "arange",
+            "Cannot compute length: start, stop and step must be finite and step non-zero.",
+        ));
     }
     if dtype == Dtype::Bool {
         return Err(Error::UnsupportedDtype { op: "arange", dtype, detail: "Cannot arange with a bool dtype" });

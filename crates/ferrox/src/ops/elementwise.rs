@@ -57,9 +57,15 @@ pub fn negative(a: &Array) -> Result<Array> {
     unary(UnaryOp::Negative, a)
 }
 
-/// Elementwise absolute value (magnitude for complex numbers).
+/// Elementwise absolute value; for complex64 the magnitude, as float32.
 pub fn abs(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Abs, a)
+    let out = unary(UnaryOp::Abs, a)?;
+    if a.dtype().is_complex() {
+        // The complex kernel leaves |z| in the real part.
+        astype(&out, Dtype::F32)
+    } else {
+        Ok(out)
+    }
 }
 
 /// Elementwise e^x (integers compute in float32).

@@ -1,7 +1,7 @@
 //! Reductions over any axes (sum, prod, max, min, mean) and arg-reductions.
 
 use super::elementwise::{astype, divide};
-use super::shaping::{reshape_to, flatten};
+use super::shaping::{flatten, reshape_to};
 use super::{axis, normalize_axes};
 use crate::array::Array;
 use crate::backend::{ArgReduceOp, ReduceOp};

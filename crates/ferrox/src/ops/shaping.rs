@@ -21,7 +21,11 @@ pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
     let bad = || {
         Error::invalid(
             "reshape",
-            format!("Cannot reshape array of size {} into shape ({}).", a.size(), shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")),
+            format!(
+                "Cannot reshape array of size {} into shape ({}).",
+                a.size(),
+                shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+            ),
         )
     };
     let inferred: Vec<usize> = shape.iter().enumerate().filter(|(_, &d)| d == -1).map(|(i, _)| i).collect();
@@ -34,7 +38,7 @@ pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
     let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(&i) = inferred.first() {
-        if known == 0 || a.size() % known != 0 {
+        if known == 0 || !a.size().is_multiple_of(known) {
             return Err(bad());
         }
         out[i] = a.size() / known;
@@ -122,7 +126,10 @@ pub fn squeeze(a: &Array, axes: Option<&[isize]>) -> Result<Array> {
         Some(ax) => {
             let ax = normalize_axes("squeeze", ax, a.ndim())?;
             if let Some(&bad) = ax.iter().find(|&&i| a.shape()[i] != 1) {
-                return Err(Error::invalid("squeeze", format!("Cannot squeeze axis {bad} with size {} which is not equal to 1.", a.shape()[bad])));
+                return Err(Error::invalid(
+                    "squeeze",
+                    format!("Cannot squeeze axis {bad} with size {} which is not equal to 1.", a.shape()[bad]),
+                ));
             }
             ax
         }

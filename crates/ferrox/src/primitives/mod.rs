@@ -41,6 +41,11 @@ pub trait Primitive: Send + Sync + fmt::Debug {
     /// The primitive's name (MLX's, where MLX has one).
     fn name(&self) -> &'static str;
 
+    /// Whether outputs always share their input's buffer (no allocation).
+    fn is_view(&self) -> bool {
+        false
+    }
+
     /// Computes the outputs from evaluated inputs (already on `backend`'s device).
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>>;
 }

@@ -38,6 +38,9 @@ impl Primitive for Transpose {
     fn name(&self) -> &'static str {
         "transpose"
     }
+    fn is_view(&self) -> bool {
+        true
+    }
     fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         Ok(view(&inputs[0], inputs[0].layout.permute(&self.perm)))
     }
@@ -58,6 +61,9 @@ impl Primitive for Slice {
     fn name(&self) -> &'static str {
         "slice"
     }
+    fn is_view(&self) -> bool {
+        true
+    }
     fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         Ok(view(&inputs[0], inputs[0].layout.slice(&self.start, &self.len, &self.step)))
     }
@@ -73,6 +79,9 @@ pub struct BroadcastTo {
 impl Primitive for BroadcastTo {
     fn name(&self) -> &'static str {
         "broadcast_to"
+    }
+    fn is_view(&self) -> bool {
+        true
     }
     fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let layout = inputs[0].layout.broadcast_to(&self.shape).expect("op builder checks broadcasting");

@@ -2,7 +2,7 @@
 
 use crate::array::{Array, ArrayData, Recipe};
 use crate::backend::dispatcher;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -52,6 +52,9 @@ fn schedule<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Vec<Option<Arc<R
 /// Runs one recipe on its stream's device and stores the results in its
 /// live sibling nodes.
 fn run(recipe: &Recipe) -> Result<()> {
+    if !recipe.primitive.is_view() {
+        check_allocation(recipe)?;
+    }
     let device = recipe.stream.device;
     let backend = dispatcher::backend(device)?;
     let inputs = recipe
@@ -67,6 +70,25 @@ fn run(recipe: &Recipe) -> Result<()> {
     for (node, data) in recipe.sibling_nodes().into_iter().zip(outputs) {
         if let Some(node) = node {
             Array::set_ready(&node, data);
+        }
+    }
+    Ok(())
+}
+
+/// Refuses outputs larger than the machine's memory before allocating them
+/// (an allocation failure would otherwise abort the process).
+fn check_allocation(recipe: &Recipe) -> Result<()> {
+    let limit = crate::memory::physical_memory();
+    for out in &recipe.outputs {
+        let bytes = out.shape.iter().try_fold(out.dtype.size(), |acc, &d| acc.checked_mul(d));
+        if bytes.is_none_or(|b| b > limit) {
+            return Err(Error::Device {
+                op: recipe.primitive.name(),
+                msg: format!(
+                    "Attempting to allocate {} bytes which is greater than the maximum allowed buffer size of {limit} bytes.",
+                    bytes.map_or("more than usize::MAX".to_string(), |b| b.to_string())
+                ),
+            });
         }
     }
     Ok(())

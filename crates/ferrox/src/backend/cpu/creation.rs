@@ -1,6 +1,6 @@
 //! Kernels that make data from nothing: fill, ranges, identity matrices.
 
-use super::storage::{zeroed_vec, CpuBuffer, CpuElement};
+use super::storage::{output_vec, zeroed_vec, CpuBuffer, CpuElement};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use rayon::prelude::*;
@@ -36,7 +36,9 @@ pub fn full(value: Scalar, dtype: Dtype, n: usize) -> CpuBuffer {
         if v == T::zero() {
             zeroed_vec(n)
         } else {
-            vec![v; n]
+            let mut out = output_vec::<T>(n);
+            out.par_iter_mut().with_min_len(1 << 14).for_each(|o| *o = v);
+            out
         }
     }
     typed_buffer!(dtype, make(value, n))
@@ -45,7 +47,7 @@ pub fn full(value: Scalar, dtype: Dtype, n: usize) -> CpuBuffer {
 /// `start + i * step` for i in 0..n, computed in f64 and cast.
 pub fn arange(start: f64, step: f64, n: usize, dtype: Dtype) -> CpuBuffer {
     fn make<T: CpuElement>(start: f64, step: f64, n: usize) -> Vec<T> {
-        let mut out = zeroed_vec::<T>(n);
+        let mut out = output_vec::<T>(n);
         out.par_iter_mut()
             .with_min_len(1 << 14)
             .enumerate()
@@ -68,4 +70,12 @@ pub fn eye(n: usize, m: usize, k: isize, dtype: Dtype) -> CpuBuffer {
         out
     }
     typed_buffer!(dtype, make(n, m, k))
+}
+
+/// A buffer of `dtype` holding `values`, each cast with C semantics.
+pub fn from_scalars(values: &[Scalar], dtype: Dtype) -> CpuBuffer {
+    fn make<T: CpuElement>(values: &[Scalar]) -> Vec<T> {
+        values.iter().map(|&s| T::from_scalar(s)).collect()
+    }
+    typed_buffer!(dtype, make(values))
 }

@@ -2,7 +2,7 @@
 //! (`where`) and casting copies. Each has a contiguous fast path and the
 //! general strided path.
 
-use super::storage::{zeroed_vec, CpuBuffer, CpuElement};
+use super::storage::{output_vec, CpuBuffer, CpuElement};
 use super::strided::{fill_strided, map_contiguous, zip_contiguous};
 use crate::backend::{BinaryOp, UnaryOp};
 use crate::element::{Element, FloatElement};
@@ -16,7 +16,7 @@ fn is_scalar_broadcast(l: &Layout) -> bool {
 /// `f` applied to every element `l` selects in `x`; row-major output.
 pub fn map_unary<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout, f: impl Fn(T) -> U + Sync + Copy) -> Vec<U> {
     let n = l.size();
-    let mut out = zeroed_vec::<U>(n);
+    let mut out = output_vec::<U>(n);
     if n == 0 {
         return out;
     }
@@ -48,7 +48,7 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
     f: impl Fn(T, T) -> U + Sync + Copy,
 ) -> Vec<U> {
     let n = la.size();
-    let mut out = zeroed_vec::<U>(n);
+    let mut out = output_vec::<U>(n);
     if n == 0 {
         return out;
     }
@@ -62,8 +62,12 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
         let s = a[la.offset];
         map_contiguous(&b[lb.offset..lb.offset + n], &mut out, |y| f(s, y));
     } else {
-        fill_strided(&la.shape, [&la.strides, &lb.strides], [la.offset, lb.offset], &mut out, |o, [ba, bb], [sa, sb]| {
-            match (sa, sb) {
+        fill_strided(
+            &la.shape,
+            [&la.strides, &lb.strides],
+            [la.offset, lb.offset],
+            &mut out,
+            |o, [ba, bb], [sa, sb]| match (sa, sb) {
                 (1, 1) => {
                     let (ba, bb) = (ba as usize, bb as usize);
                     let m = o.len();
@@ -89,8 +93,8 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
                         *o = f(a[(ba + j * sa) as usize], b[(bb + j * sb) as usize]);
                     }
                 }
-            }
-        });
+            },
+        );
     }
     out
 }
@@ -156,22 +160,39 @@ pub fn unary(op: UnaryOp, x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
 }
 
 fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> CpuBuffer {
-    let same = |f: fn(T, T) -> T| T::into_buffer(map_binary(a, la, b, lb, f));
-    let cmp = |f: fn(T, T) -> bool| CpuBuffer::Bool(map_binary(a, la, b, lb, f));
+    // Function items (not pointers) so each loop inlines its operation.
+    fn same<T: CpuElement>(
+        a: &[T],
+        la: &Layout,
+        b: &[T],
+        lb: &Layout,
+        f: impl Fn(T, T) -> T + Sync + Copy,
+    ) -> CpuBuffer {
+        T::into_buffer(map_binary(a, la, b, lb, f))
+    }
+    fn cmp<T: CpuElement>(
+        a: &[T],
+        la: &Layout,
+        b: &[T],
+        lb: &Layout,
+        f: impl Fn(T, T) -> bool + Sync + Copy,
+    ) -> CpuBuffer {
+        CpuBuffer::Bool(map_binary(a, la, b, lb, f))
+    }
     match op {
-        BinaryOp::Add => same(T::add),
-        BinaryOp::Subtract => same(T::sub),
-        BinaryOp::Multiply => same(T::mul),
-        BinaryOp::Divide => same(T::div),
-        BinaryOp::Power => same(T::pow),
-        BinaryOp::Maximum => same(T::max),
-        BinaryOp::Minimum => same(T::min),
-        BinaryOp::Equal => cmp(|x, y| x == y),
-        BinaryOp::NotEqual => cmp(|x, y| x != y),
-        BinaryOp::Less => cmp(|x, y| x.lt(y)),
-        BinaryOp::LessEqual => cmp(|x, y| x.le(y)),
-        BinaryOp::Greater => cmp(|x, y| y.lt(x)),
-        BinaryOp::GreaterEqual => cmp(|x, y| y.le(x)),
+        BinaryOp::Add => same(a, la, b, lb, T::add),
+        BinaryOp::Subtract => same(a, la, b, lb, T::sub),
+        BinaryOp::Multiply => same(a, la, b, lb, T::mul),
+        BinaryOp::Divide => same(a, la, b, lb, T::div),
+        BinaryOp::Power => same(a, la, b, lb, T::pow),
+        BinaryOp::Maximum => same(a, la, b, lb, T::max),
+        BinaryOp::Minimum => same(a, la, b, lb, T::min),
+        BinaryOp::Equal => cmp(a, la, b, lb, |x: T, y: T| x == y),
+        BinaryOp::NotEqual => cmp(a, la, b, lb, |x: T, y: T| x != y),
+        BinaryOp::Less => cmp(a, la, b, lb, |x: T, y: T| x.lt(y)),
+        BinaryOp::LessEqual => cmp(a, la, b, lb, |x: T, y: T| x.le(y)),
+        BinaryOp::Greater => cmp(a, la, b, lb, |x: T, y: T| y.lt(x)),
+        BinaryOp::GreaterEqual => cmp(a, la, b, lb, |x: T, y: T| y.le(x)),
     }
 }
 
@@ -186,7 +207,7 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
 /// `cond ? x : y` with all layouts sharing the output shape.
 pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuffer, ly: &Layout) -> Result<CpuBuffer> {
     fn typed<T: CpuElement>(cond: &[bool], lc: &Layout, x: &[T], lx: &Layout, y: &[T], ly: &Layout) -> Vec<T> {
-        let mut out = zeroed_vec::<T>(lc.size());
+        let mut out = output_vec::<T>(lc.size());
         fill_strided(
             &lc.shape,
             [&lc.strides, &lx.strides, &ly.strides],
@@ -195,7 +216,11 @@ pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuf
             |o, [bc, bx, by], [sc, sx, sy]| {
                 for (j, o) in o.iter_mut().enumerate() {
                     let j = j as isize;
-                    *o = if cond[(bc + j * sc) as usize] { x[(bx + j * sx) as usize] } else { y[(by + j * sy) as usize] };
+                    *o = if cond[(bc + j * sc) as usize] {
+                        x[(bx + j * sx) as usize]
+                    } else {
+                        y[(by + j * sy) as usize]
+                    };
                 }
             },
         );

@@ -18,10 +18,9 @@ pub fn exp_f32(x: f32) -> f32 {
     let n_f = t - SHIFT;
     let n = (t.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
     let r = (xc - n_f * LN2_HI) - n_f * LN2_LO;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1)
         * r
-        + 5.000_000_1e-1;
+        + 0.5;
     let y = p * (r * r) + r + 1.0;
     let n1 = n >> 1;
     let n2 = n - n1;

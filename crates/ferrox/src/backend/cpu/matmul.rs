@@ -100,28 +100,31 @@ fn gemm_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &G
     }
     let (a_rs, a_cs) = (la.strides[nd - 2], la.strides[nd - 1]);
     let (b_rs, b_cs) = (lb.strides[nd - 2], lb.strides[nd - 1]);
-    // One gemm call on rows [r0, r0 + rows) of one batch entry, single-threaded:
-    // splitting rows across threads ourselves scales better than gemm's own split.
-    let run = |dst: &mut [T], a_off: usize, b_off: usize, r0: usize, rows: usize| {
+    // One single-threaded gemm call on the block rows [r0, r0 + rows) ×
+    // columns [c0, c0 + cols) of one batch entry, written into `dst` (the
+    // entry's whole output). Splitting into blocks across rayon tasks
+    // ourselves scales better than gemm's own threading.
+    let run = |dst: *mut T, a_off: usize, b_off: usize, (r0, rows): (usize, usize), (c0, cols): (usize, usize)| {
         if k == 0 {
             return; // the output is already zero
         }
         // SAFETY: offsets and strides describe elements inside `x` and `y`
-        // (layouts are validated by the op builders), and `dst` holds
-        // exactly `rows * n` row-major outputs.
+        // (layouts are validated by the op builders); `dst` points at a
+        // row-major m × n output and the block stays inside it; blocks of
+        // concurrent calls are disjoint.
         unsafe {
             gemm::gemm(
                 rows,
-                n,
+                cols,
                 k,
-                dst.as_mut_ptr(),
+                dst.add(r0 * n + c0),
                 1,
                 n as isize,
                 false,
                 x.as_ptr().offset(a_off as isize + r0 as isize * a_rs),
                 a_cs,
                 a_rs,
-                y.as_ptr().add(b_off),
+                y.as_ptr().offset(b_off as isize + c0 as isize * b_cs),
                 b_cs,
                 b_rs,
                 T::zero(),
@@ -135,23 +138,48 @@ fn gemm_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &G
     };
     let flops = m * n * k;
     let threads = rayon::current_num_threads();
-    if g.batches.len() >= threads || flops < PARALLEL_FLOPS {
-        let entry = |(dst, &(ao, bo)): (&mut [T], &(usize, usize))| run(dst, ao, bo, 0, m);
-        if g.batches.len() > 1 && flops * g.batches.len() >= PARALLEL_FLOPS {
+    let batches = g.batches.len();
+    if batches >= threads || flops < PARALLEL_FLOPS {
+        let entry = |(dst, &(ao, bo)): (&mut [T], &(usize, usize))| run(dst.as_mut_ptr(), ao, bo, (0, m), (0, n));
+        if batches > 1 && flops * batches >= PARALLEL_FLOPS {
             out.par_chunks_mut(m * n).zip(g.batches.par_iter()).for_each(entry);
         } else {
             out.chunks_mut(m * n).zip(g.batches.iter()).for_each(entry);
         }
     } else {
-        let rows_per_task = m.div_ceil(threads * 2).max(16);
+        // Few large products: cut each into slabs along its longer side.
+        let tasks = threads * 8;
+        let (along_cols, len) = if n >= m { (true, n) } else { (false, m) };
+        let width = len.div_ceil(tasks).next_multiple_of(16).max(16);
+        let slabs: Vec<(usize, usize)> = (0..len).step_by(width).map(|s| (s, width.min(len - s))).collect();
         for (dst, &(ao, bo)) in out.chunks_mut(m * n).zip(&g.batches) {
-            dst.par_chunks_mut(rows_per_task * n)
-                .enumerate()
-                .for_each(|(t, part)| run(part, ao, bo, t * rows_per_task, part.len() / n));
+            let dst = SendPtr(dst.as_mut_ptr());
+            slabs.par_iter().for_each(|&slab| {
+                let ptr = dst.get();
+                if along_cols {
+                    run(ptr, ao, bo, (0, m), slab)
+                } else {
+                    run(ptr, ao, bo, slab, (0, n))
+                }
+            });
         }
     }
     out
 }
+
+/// A raw output pointer shared by tasks that write disjoint blocks.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole wrapper).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: each task writes a disjoint block of the output (see gemm_batched).
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
 
 /// Exact products for integer and bool types: each output row accumulates
 /// scaled rows of `b` (b's rows are contiguous).

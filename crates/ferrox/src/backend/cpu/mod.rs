@@ -2,6 +2,7 @@
 //! path, rayon threads above a size threshold, GEMM from the `gemm` crate.
 //! One file per kernel family.
 
+pub mod cache;
 pub mod creation;
 pub mod elementwise;
 pub mod math;
@@ -18,7 +19,7 @@ use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::shape::Layout;
-use storage::zeroed_vec;
+use storage::output_vec;
 
 /// The host processor's backend.
 #[derive(Debug, Default)]
@@ -40,7 +41,7 @@ impl Backend for CpuBackend {
         Device::CPU
     }
 
-    fn from_host(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage> {
+    fn upload(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage> {
         wrap(elementwise::copy_buffer(host.buffer(), layout))
     }
 
@@ -108,7 +109,7 @@ impl Backend for CpuBackend {
         // Output viewed as [outer, total, inner]; input i fills the block
         // [outer, a_i, inner] starting at `start` along the middle axis.
         fn typed<T: CpuElement>(inputs: &[(&[T], &Layout)], axis: usize, out_shape: &[usize]) -> Vec<T> {
-            let mut out = zeroed_vec::<T>(out_shape.iter().product());
+            let mut out = output_vec::<T>(out_shape.iter().product());
             let outer: usize = out_shape[..axis].iter().product();
             let inner: usize = out_shape[axis + 1..].iter().product();
             let total = out_shape[axis];
@@ -128,10 +129,7 @@ impl Backend for CpuBackend {
             out
         }
         fn slices<'a, T: CpuElement>(_: &[T], inputs: &[(&'a Storage, &'a Layout)]) -> Vec<(&'a [T], &'a Layout)> {
-            inputs
-                .iter()
-                .map(|(s, l)| (T::slice_of(host(s)).expect("concatenate inputs share a dtype"), *l))
-                .collect()
+            inputs.iter().map(|(s, l)| (T::slice_of(host(s)).expect("concatenate inputs share a dtype"), *l)).collect()
         }
         crate::with_buffer!(host(inputs[0].0), v => {
             let typed_inputs = slices(&v[..], inputs);

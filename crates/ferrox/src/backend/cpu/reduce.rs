@@ -6,7 +6,7 @@
 //! accumulators so the loops vectorize.
 
 use super::elementwise::{cast_buffer, copy_buffer};
-use super::storage::{zeroed_vec, CpuBuffer, CpuElement};
+use super::storage::{output_vec, CpuBuffer, CpuElement};
 use super::strided::{chunk_len, fill_strided, PARALLEL_THRESHOLD};
 use crate::backend::{ArgReduceOp, ReduceOp};
 use crate::dtype::Dtype;
@@ -45,7 +45,14 @@ fn reduce_run<T: Element>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
 }
 
 /// `out[o, j] = f-fold over i of x[o, i, j]` for contiguous `x` of shape `[outer, r, inner]`.
-fn reduce_blocks<T: CpuElement>(x: &[T], outer: usize, r: usize, inner: usize, init: T, f: fn(T, T) -> T) -> Vec<T> {
+fn reduce_blocks<T: CpuElement>(
+    x: &[T],
+    outer: usize,
+    r: usize,
+    inner: usize,
+    init: T,
+    f: impl Fn(T, T) -> T + Copy + Sync,
+) -> Vec<T> {
     let mut out = vec![init; outer * inner];
     if out.is_empty() {
         return out;
@@ -154,7 +161,7 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Cp
         let step = l.strides[axis];
         let mut rest = l.clone();
         rest.shape[axis] = 1;
-        let mut out = zeroed_vec::<u32>(rest.size());
+        let mut out = output_vec::<u32>(rest.size());
         let better = move |v: T, best: T| match op {
             ArgReduceOp::ArgMax => best.lt(v) || (v.is_nan() && !best.is_nan()),
             ArgReduceOp::ArgMin => v.lt(best) || (v.is_nan() && !best.is_nan()),

@@ -88,6 +88,8 @@ pub trait CpuElement: Element + bytemuck::Zeroable {
     fn into_buffer(v: Vec<Self>) -> CpuBuffer;
     /// The typed slice, if the buffer holds this type.
     fn slice_of(b: &CpuBuffer) -> Option<&[Self]>;
+    /// The typed vector, if the buffer holds this type.
+    fn from_buffer(b: CpuBuffer) -> Option<Vec<Self>>;
 }
 
 macro_rules! cpu_element {
@@ -97,6 +99,12 @@ macro_rules! cpu_element {
                 CpuBuffer::$variant(v)
             }
             fn slice_of(b: &CpuBuffer) -> Option<&[Self]> {
+                match b {
+                    CpuBuffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn from_buffer(b: CpuBuffer) -> Option<Vec<Self>> {
                 match b {
                     CpuBuffer::$variant(v) => Some(v),
                     _ => None,
@@ -121,11 +129,43 @@ cpu_element!(f32, F32);
 cpu_element!(f64, F64);
 cpu_element!(Complex32, C64);
 
+/// Buffers at least this large ask the kernel for transparent huge pages.
+const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
+
 /// A zero-filled vector, obtained from the allocator already zeroed (large
-/// allocations then cost no extra pass over memory).
+/// allocations then cost no extra pass over memory). Large buffers are
+/// backed by huge pages where the kernel allows, which makes first touch of
+/// fresh memory (page faults) several times cheaper, as NumPy does.
 pub fn zeroed_vec<T: CpuElement>(n: usize) -> Vec<T> {
-    bytemuck::zeroed_vec(n)
+    let v: Vec<T> = bytemuck::zeroed_vec(n);
+    let bytes = n * std::mem::size_of::<T>();
+    if bytes >= HUGE_PAGE_THRESHOLD {
+        advise_huge_pages(v.as_ptr() as usize, bytes);
+    }
+    v
 }
+
+/// A vector of `n` elements for a kernel that writes every one of them:
+/// a recycled buffer (stale contents) when one of the right size is cached,
+/// otherwise fresh zeroed memory.
+pub fn output_vec<T: CpuElement>(n: usize) -> Vec<T> {
+    super::cache::take(n).unwrap_or_else(|| zeroed_vec(n))
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(addr: usize, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = addr.next_multiple_of(HUGE);
+    let end = (addr + len) & !(HUGE - 1);
+    if end > start {
+        // SAFETY: the range lies inside an allocation we own; madvise only
+        // changes how the kernel backs it (failure is harmless and ignored).
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_addr: usize, _len: usize) {}
 
 /// Host storage of one array buffer. Creating and dropping it updates the
 /// memory accounting.
@@ -204,7 +244,7 @@ impl CpuStorage {
     /// a multiple of the element size; bool bytes are normalised to 0/1).
     pub fn from_bytes(dtype: Dtype, bytes: &[u8]) -> CpuStorage {
         fn typed<T: CpuElement + bytemuck::Pod>(bytes: &[u8]) -> CpuBuffer {
-            let mut v: Vec<T> = zeroed_vec(bytes.len() / std::mem::size_of::<T>());
+            let mut v: Vec<T> = output_vec(bytes.len() / std::mem::size_of::<T>());
             bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
             T::into_buffer(v)
         }
@@ -235,5 +275,6 @@ fn element_dtype<T: Element>(_: &[T]) -> Dtype {
 impl Drop for CpuStorage {
     fn drop(&mut self) {
         memory::on_free(self.nbytes());
+        super::cache::recycle(std::mem::replace(&mut self.buffer, CpuBuffer::U8(Vec::new())));
     }
 }

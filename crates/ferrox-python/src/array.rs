@@ -1,0 +1,492 @@
+//! The `ferrox.array` class: attributes, conversions, operators, indexing,
+//! the buffer protocol and the op methods.
+
+use crate::convert::{dtype_arg, operands, to_array};
+use crate::dtype::PyDtype;
+use crate::errors::IntoPyResult;
+use ferrox::backend::Storage;
+use ferrox::format::repr;
+use ferrox::ops::{self, Index};
+use ferrox::{Array, Dtype, Scalar};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use std::ffi::{c_int, c_void, CString};
+use std::sync::Arc;
+
+/// An N-dimensional array, evaluated lazily.
+#[pyclass(name = "array", module = "ferrox", sequence)]
+pub struct PyArray {
+    /// The wrapped graph handle.
+    pub inner: Array,
+}
+
+impl PyArray {
+    /// Wraps an array for Python.
+    pub fn wrap(inner: Array) -> PyArray {
+        PyArray { inner }
+    }
+}
+
+/// Converts a scalar to the Python object of its kind.
+pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<PyObject> {
+    Ok(match s {
+        Scalar::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Scalar::Int(v) => v.into_pyobject(py)?.into_any().unbind(),
+        Scalar::UInt(v) => v.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Float(v) => v.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Complex(re, im) => pyo3::types::PyComplex::from_doubles(py, re as f64, im as f64).into_any().unbind(),
+    })
+}
+
+fn nested_list(py: Python<'_>, vals: &[Scalar], shape: &[usize]) -> PyResult<PyObject> {
+    if shape.is_empty() {
+        return scalar_to_py(py, vals[0]);
+    }
+    let inner: usize = shape[1..].iter().product();
+    let items = (0..shape[0])
+        .map(|i| nested_list(py, &vals[i * inner..(i + 1) * inner], &shape[1..]))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.into_any().unbind())
+}
+
+/// Parses one entry of an index expression.
+fn index_entry(obj: &Bound<'_, PyAny>) -> PyResult<Index> {
+    if obj.is_none() {
+        return Ok(Index::NewAxis);
+    }
+    if obj.is_instance_of::<PyEllipsis>() {
+        return Ok(Index::Ellipsis);
+    }
+    if let Ok(s) = obj.downcast::<PySlice>() {
+        let part = |name: &str| -> PyResult<Option<i64>> {
+            let v = s.getattr(name)?;
+            if v.is_none() {
+                Ok(None)
+            } else {
+                Ok(Some(v.extract()?))
+            }
+        };
+        return Ok(Index::Slice { start: part("start")?, stop: part("stop")?, step: part("step")? });
+    }
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err("[index] Boolean indices are not supported."));
+    }
+    if let Ok(i) = obj.extract::<i64>() {
+        return Ok(Index::Int(i));
+    }
+    Err(PyTypeError::new_err(format!(
+        "[index] Only integers, slices, None and ... are valid indices (got {}); array indices are not supported yet.",
+        obj.get_type().name()?
+    )))
+}
+
+fn no_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match modulo {
+        Some(m) if !m.is_none() => Err(PyTypeError::new_err("pow() with a modulo is not supported for arrays")),
+        _ => Ok(()),
+    }
+}
+
+/// Keeps the exported buffer's storage and geometry alive for its consumer.
+struct ExportedBuffer {
+    _storage: Arc<Storage>,
+    shape: Vec<isize>,
+    strides: Vec<isize>,
+    format: CString,
+}
+
+fn buffer_format(d: Dtype) -> Option<&'static str> {
+    Some(match d {
+        Dtype::Bool => "?",
+        Dtype::U8 => "B",
+        Dtype::U16 => "H",
+        Dtype::U32 => "I",
+        Dtype::U64 => "Q",
+        Dtype::I8 => "b",
+        Dtype::I16 => "h",
+        Dtype::I32 => "i",
+        Dtype::I64 => "q",
+        Dtype::F16 => "e",
+        Dtype::F32 => "f",
+        Dtype::F64 => "d",
+        Dtype::C64 => "Zf",
+        Dtype::BF16 => return None,
+    })
+}
+
+macro_rules! binary_dunders {
+    ($($name:ident, $rname:ident, $iname:ident => $op:path;)*) => {
+        #[pymethods]
+        impl PyArray {
+            $(
+                fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+                    let (a, b) = operands(slf.as_any(), other)?;
+                    Ok(PyArray::wrap($op(&a, &b).py()?))
+                }
+                fn $rname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+                    let (a, b) = operands(other, slf.as_any())?;
+                    Ok(PyArray::wrap($op(&a, &b).py()?))
+                }
+                fn $iname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                    let (a, b) = operands(slf.as_any(), other)?;
+                    let out = $op(&a, &b).py()?;
+                    slf.borrow_mut().inner = out;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+binary_dunders! {
+    __add__, __radd__, __iadd__ => ops::add;
+    __sub__, __rsub__, __isub__ => ops::subtract;
+    __mul__, __rmul__, __imul__ => ops::multiply;
+    __truediv__, __rtruediv__, __itruediv__ => ops::divide;
+    __matmul__, __rmatmul__, __imatmul__ => ops::matmul;
+}
+
+macro_rules! compare_dunders {
+    ($($name:ident => $op:path;)*) => {
+        #[pymethods]
+        impl PyArray {
+            $(
+                fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+                    let (a, b) = operands(slf.as_any(), other)?;
+                    Ok(PyArray::wrap($op(&a, &b).py()?))
+                }
+            )*
+        }
+    };
+}
+
+compare_dunders! {
+    __lt__ => ops::less;
+    __le__ => ops::less_equal;
+    __gt__ => ops::greater;
+    __ge__ => ops::greater_equal;
+    __eq__ => ops::equal;
+    __ne__ => ops::not_equal;
+}
+
+macro_rules! unary_methods {
+    ($($name:ident),*) => {
+        #[pymethods]
+        impl PyArray {
+            $(
+                #[doc = concat!("Elementwise ", stringify!($name), " (see `ferrox.", stringify!($name), "`).")]
+                fn $name(&self) -> PyResult<PyArray> {
+                    Ok(PyArray::wrap(ops::$name(&self.inner).py()?))
+                }
+            )*
+        }
+    };
+}
+
+unary_methods!(abs, exp, log, sqrt, sin, cos, tanh, sigmoid, negative);
+
+/// Reads an int or a sequence of ints; `what` names the argument in errors.
+pub fn ints_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<isize>> {
+    if let Ok(i) = obj.extract::<isize>() {
+        return Ok(vec![i]);
+    }
+    obj.extract::<Vec<isize>>()
+        .map_err(|_| PyTypeError::new_err(format!("{what} must be an int or a sequence of ints")))
+}
+
+/// Reads an `axis=` argument: None, an int, or a sequence of ints.
+pub fn axes_arg(axis: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+    match axis {
+        Some(a) if !a.is_none() => Ok(Some(ints_arg(a, "axis")?)),
+        _ => Ok(None),
+    }
+}
+
+/// Reads a shape given either as one tuple/list/int or as several ints.
+pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
+    if args.len() == 1 {
+        let first = args.get_item(0)?;
+        if let Ok(v) = first.extract::<Vec<isize>>() {
+            return Ok(v);
+        }
+    }
+    args.extract::<Vec<isize>>().map_err(|_| PyTypeError::new_err("shape must be integers or a sequence of integers"))
+}
+
+macro_rules! reduce_methods {
+    ($($name:ident),*) => {
+        #[pymethods]
+        impl PyArray {
+            $(
+                #[doc = concat!("Reduction ", stringify!($name), " over `axis` (see `ferrox.", stringify!($name), "`).")]
+                #[pyo3(signature = (axis = None, keepdims = false))]
+                fn $name(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyArray> {
+                    let axes = axes_arg(axis)?;
+                    Ok(PyArray::wrap(ops::$name(&self.inner, axes.as_deref(), keepdims).py()?))
+                }
+            )*
+        }
+    };
+}
+
+reduce_methods!(sum, mean, max, min, prod);
+
+#[pymethods]
+impl PyArray {
+    #[new]
+    #[pyo3(signature = (val, dtype = None))]
+    fn new(val: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(to_array(val, dtype_arg(dtype)?)?))
+    }
+
+    /// The extent of each dimension.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    /// The element type.
+    #[getter]
+    fn dtype(&self) -> PyDtype {
+        PyDtype(self.inner.dtype())
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    /// Bytes the elements occupy.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.nbytes()
+    }
+
+    /// Size of one element in bytes.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.inner.itemsize()
+    }
+
+    /// The transpose (all axes reversed).
+    #[getter(T)]
+    fn transposed(&self) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::transpose(&self.inner, None).py()?))
+    }
+
+    /// The value of a one-element array as a Python scalar.
+    fn item(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let s = py.allow_threads(|| self.inner.item_scalar()).py()?;
+        scalar_to_py(py, s)
+    }
+
+    /// The array as nested Python lists (a scalar for 0-d arrays).
+    fn tolist(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let vals = py.allow_threads(|| self.inner.to_scalars()).py()?;
+        nested_list(py, &vals, self.inner.shape())
+    }
+
+    /// A copy converted to `dtype`.
+    #[pyo3(signature = (dtype, stream = None))]
+    fn astype(&self, dtype: PyDtype, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        let out = crate::device::on_stream(stream, || ops::astype(&self.inner, dtype.0))?;
+        Ok(PyArray::wrap(out.py()?))
+    }
+
+    /// The array with a new shape: `a.reshape(2, 3)` or `a.reshape((2, 3))`.
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::reshape(&self.inner, &shape_args(shape)?).py()?))
+    }
+
+    /// The array with permuted axes: `a.transpose(1, 0)` or `a.transpose((1, 0))`.
+    #[pyo3(signature = (*axes))]
+    fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
+        let axes = if axes.is_empty() { None } else { Some(shape_args(axes)?) };
+        Ok(PyArray::wrap(ops::transpose(&self.inner, axes.as_deref()).py()?))
+    }
+
+    /// Swaps two axes.
+    fn swapaxes(&self, axis1: isize, axis2: isize) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::swapaxes(&self.inner, axis1, axis2).py()?))
+    }
+
+    /// Merges axes `start_axis..=end_axis`.
+    #[pyo3(signature = (start_axis = 0, end_axis = -1))]
+    fn flatten(&self, start_axis: isize, end_axis: isize) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::flatten(&self.inner, start_axis, end_axis).py()?))
+    }
+
+    /// Removes extent-1 axes.
+    #[pyo3(signature = (axis = None))]
+    fn squeeze(&self, axis: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        let axes = axes_arg(axis)?;
+        Ok(PyArray::wrap(ops::squeeze(&self.inner, axes.as_deref()).py()?))
+    }
+
+    /// Index of the largest element along `axis`.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmax(&self, axis: Option<isize>, keepdims: bool) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::argmax(&self.inner, axis, keepdims).py()?))
+    }
+
+    /// Index of the smallest element along `axis`.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmin(&self, axis: Option<isize>, keepdims: bool) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::argmin(&self.inner, axis, keepdims).py()?))
+    }
+
+    fn __pow__(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        no_modulo(modulo)?;
+        let (a, b) = operands(slf.as_any(), other)?;
+        Ok(PyArray::wrap(ops::power(&a, &b).py()?))
+    }
+
+    fn __rpow__(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        no_modulo(modulo)?;
+        let (a, b) = operands(other, slf.as_any())?;
+        Ok(PyArray::wrap(ops::power(&a, &b).py()?))
+    }
+
+    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        no_modulo(modulo)?;
+        let (a, b) = operands(slf.as_any(), other)?;
+        let out = ops::power(&a, &b).py()?;
+        slf.borrow_mut().inner = out;
+        Ok(())
+    }
+
+    fn __neg__(&self) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::negative(&self.inner).py()?))
+    }
+
+    fn __pos__(&self) -> PyArray {
+        PyArray::wrap(self.inner.clone())
+    }
+
+    fn __abs__(&self) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(ops::abs(&self.inner).py()?))
+    }
+
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        let entries = if let Ok(t) = key.downcast::<PyTuple>() {
+            t.iter().map(|e| index_entry(&e)).collect::<PyResult<Vec<_>>>()?
+        } else {
+            vec![index_entry(key)?]
+        };
+        Ok(PyArray::wrap(ops::index(&self.inner, &entries).py()?))
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of unsized object"))
+    }
+
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
+        let a = slf.borrow().inner.clone();
+        let n = *a.shape().first().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
+        let rows = (0..n)
+            .map(|i| Ok(PyArray::wrap(ops::index(&a, &[Index::Int(i as i64)]).py()?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let list = PyList::new(slf.py(), rows)?;
+        Ok(list.try_iter()?.into_any().unbind())
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.inner.size() != 1 {
+            return Err(PyValueError::new_err("The truth value of an array with more than one element is ambiguous."));
+        }
+        Ok(match self.inner.item_scalar().py()? {
+            Scalar::Bool(b) => b,
+            Scalar::Int(v) => v != 0,
+            Scalar::UInt(v) => v != 0,
+            Scalar::Float(v) => v != 0.0,
+            Scalar::Complex(re, im) => re != 0.0 || im != 0.0,
+        })
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        Ok(self.inner.item_scalar().py()?.as_f64())
+    }
+
+    fn __int__(&self) -> PyResult<i64> {
+        Ok(match self.inner.item_scalar().py()? {
+            Scalar::Int(v) => v,
+            Scalar::UInt(v) => v as i64,
+            other => other.as_f64() as i64,
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        py.allow_threads(|| repr(&self.inner)).py()
+    }
+
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("View is null"));
+        }
+        let a = slf.borrow().inner.clone();
+        let format = buffer_format(a.dtype()).ok_or_else(|| {
+            PyTypeError::new_err(
+                "[buffer] bfloat16 has no buffer-protocol format; convert with astype(ferrox.float32) first.",
+            )
+        })?;
+        let data = slf.py().allow_threads(|| a.data()).py()?;
+        // Share the buffer when it is row-contiguous on the host; else export a copy.
+        let (storage, offset) = match &*data.storage {
+            Storage::Cpu(_) if data.layout.is_row_contiguous() => (data.storage.clone(), data.layout.offset),
+            _ => (Arc::new(Storage::Cpu(a.to_host().py()?)), 0),
+        };
+        let Storage::Cpu(host) = &*storage;
+        let itemsize = a.itemsize() as isize;
+        let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
+        let strides = ferrox::shape::contiguous_strides(a.shape()).iter().map(|s| s * itemsize).collect();
+        let holder = Box::new(ExportedBuffer {
+            _storage: storage.clone(),
+            shape,
+            strides,
+            format: CString::new(format).expect("no NUL in format"),
+        });
+        let v = &mut *view;
+        v.obj = slf.clone().into_any().into_ptr();
+        v.buf = host.bytes().as_ptr().add(offset * itemsize as usize) as *mut c_void;
+        v.len = a.nbytes() as isize;
+        v.readonly = 0;
+        v.itemsize = itemsize;
+        v.format = if flags & ffi::PyBUF_FORMAT != 0 { holder.format.as_ptr() as *mut _ } else { std::ptr::null_mut() };
+        v.ndim = a.ndim() as c_int;
+        v.shape = if flags & ffi::PyBUF_ND != 0 { holder.shape.as_ptr() as *mut _ } else { std::ptr::null_mut() };
+        v.strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+            holder.strides.as_ptr() as *mut _
+        } else {
+            std::ptr::null_mut()
+        };
+        v.suboffsets = std::ptr::null_mut();
+        v.internal = Box::into_raw(holder) as *mut c_void;
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        let internal = (*view).internal as *mut ExportedBuffer;
+        if !internal.is_null() {
+            drop(Box::from_raw(internal));
+            (*view).internal = std::ptr::null_mut();
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Devices, streams and their defaults; `cuda.is_available`.
+
+use crate::errors::IntoPyResult;
+use ferrox::device::{self, DeviceType};
+use ferrox::{Device, Stream};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+/// The kind of a device: `ferrox.cpu` or `ferrox.gpu`.
+#[pyclass(name = "DeviceType", module = "ferrox", eq, eq_int, frozen, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PyDeviceType {
+    /// The host processor.
+    #[pyo3(name = "cpu")]
+    Cpu,
+    /// An accelerator.
+    #[pyo3(name = "gpu")]
+    Gpu,
+}
+
+impl PyDeviceType {
+    fn kind(self) -> DeviceType {
+        match self {
+            PyDeviceType::Cpu => DeviceType::Cpu,
+            PyDeviceType::Gpu => DeviceType::Gpu,
+        }
+    }
+
+    fn of(kind: DeviceType) -> Self {
+        match kind {
+            DeviceType::Cpu => PyDeviceType::Cpu,
+            DeviceType::Gpu => PyDeviceType::Gpu,
+        }
+    }
+}
+
+/// A device: a type and an index.
+#[pyclass(name = "Device", module = "ferrox", eq, frozen, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDevice(pub Device);
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    #[pyo3(signature = (r#type, index = 0))]
+    fn new(r#type: PyDeviceType, index: usize) -> Self {
+        PyDevice(Device { kind: r#type.kind(), index })
+    }
+
+    /// The device's type.
+    #[getter]
+    fn r#type(&self) -> PyDeviceType {
+        PyDeviceType::of(self.0.kind)
+    }
+
+    fn __repr__(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// A stream of work on a device.
+#[pyclass(name = "Stream", module = "ferrox", eq, frozen, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyStream(pub Stream);
+
+#[pymethods]
+impl PyStream {
+    /// The device the stream runs on.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice(self.0.device)
+    }
+
+    fn __repr__(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// Reads a `Device` or `DeviceType` argument.
+pub fn device_arg(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
+    if let Ok(d) = obj.extract::<PyDevice>() {
+        return Ok(d.0);
+    }
+    if let Ok(t) = obj.extract::<PyDeviceType>() {
+        return Ok(Device { kind: t.kind(), index: 0 });
+    }
+    Err(PyTypeError::new_err("Expected a ferrox.Device or ferrox.DeviceType."))
+}
+
+/// Reads a `stream=` argument (a Stream, Device or DeviceType).
+pub fn stream_arg(obj: &Bound<'_, PyAny>) -> PyResult<Stream> {
+    if let Ok(s) = obj.extract::<PyStream>() {
+        return Ok(s.0);
+    }
+    let dev = device_arg(obj)?;
+    if !device::is_available(dev) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("{dev} is not available on this machine.")));
+    }
+    Ok(device::default_stream(dev))
+}
+
+/// Runs `f` with ops placed on the stream given as `stream=` (if any).
+pub fn on_stream<R>(stream: Option<&Bound<'_, PyAny>>, f: impl FnOnce() -> R) -> PyResult<R> {
+    match stream {
+        None => Ok(f()),
+        Some(s) if s.is_none() => Ok(f()),
+        Some(s) => Ok(device::with_stream(stream_arg(s)?, f)),
+    }
+}
+
+/// The device ops run on by default.
+#[pyfunction]
+fn default_device() -> PyDevice {
+    PyDevice(device::default_device())
+}
+
+/// Sets the default device (a Device or DeviceType).
+#[pyfunction]
+fn set_default_device(device: &Bound<'_, PyAny>) -> PyResult<()> {
+    device::set_default_device(device_arg(device)?).py()
+}
+
+/// The default stream of a device.
+#[pyfunction]
+fn default_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
+    Ok(PyStream(device::default_stream(device_arg(device)?)))
+}
+
+/// Creates a new stream on a device.
+#[pyfunction]
+fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
+    Ok(PyStream(device::new_stream(device_arg(device)?).py()?))
+}
+
+/// Waits for all work on `stream` (default: every stream) to finish. CPU
+/// work completes during evaluation, so this returns at once there.
+#[pyfunction]
+#[pyo3(signature = (stream = None))]
+fn synchronize(stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    if let Some(s) = stream {
+        if !s.is_none() {
+            stream_arg(s)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether a CUDA GPU can be used (false on machines without one).
+#[pyfunction]
+fn cuda_is_available() -> bool {
+    device::is_available(Device::GPU)
+}
+
+/// Adds the device classes and functions to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDeviceType>()?;
+    m.add_class::<PyDevice>()?;
+    m.add_class::<PyStream>()?;
+    m.add("cpu", PyDeviceType::Cpu)?;
+    m.add("gpu", PyDeviceType::Gpu)?;
+    m.add_function(wrap_pyfunction!(default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(default_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(new_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,15 @@
+"""ferrox: an array framework for machine learning with MLX's API.
+
+``import ferrox as fx`` gives the namespace of ``mlx.core``: arrays, dtypes,
+ops, devices and streams, memory accounting. See README.md for the status of
+each API group.
+"""
+
+from ferrox import _core
+from ferrox._core import *  # noqa: F401,F403  (the mlx.core namespace)
+from ferrox._core import array, where  # noqa: F401  (explicit for readers and linters)
+from ferrox import cuda  # noqa: F401
+
+del cuda_is_available  # noqa: F821  (exposed as ferrox.cuda.is_available)
+
+__version__ = "0.1.0"
