@@ -35,9 +35,11 @@ pub(crate) struct Recipe {
     pub(crate) siblings: Mutex<Vec<Weak<Node>>>,
 }
 
-pub(crate) enum State {
-    Pending(Arc<Recipe>),
-    Ready(ArrayData),
+/// A node's mutable part: its data once computed, and its recipe while it is
+/// pending (or, under a gradient trace, for as long as the node lives).
+pub(crate) struct State {
+    data: Option<ArrayData>,
+    recipe: Option<Arc<Recipe>>,
 }
 
 pub(crate) struct Node {
@@ -56,20 +58,13 @@ impl Drop for Node {
     // Dropping a long unevaluated chain recursively would overflow the stack:
     // unlink recipes iteratively instead.
     fn drop(&mut self) {
-        let state = std::mem::replace(self.state.get_mut().unwrap_or_else(|e| e.into_inner()), State::Ready(empty()));
-        let mut stack = match state {
-            State::Pending(r) => vec![r],
-            State::Ready(_) => return,
-        };
+        let Some(first) = self.state.get_mut().unwrap_or_else(|e| e.into_inner()).recipe.take() else { return };
+        let mut stack = vec![first];
         while let Some(recipe) = stack.pop() {
             if let Ok(recipe) = Arc::try_unwrap(recipe) {
                 for input in recipe.inputs {
                     if let Ok(mut node) = Arc::try_unwrap(input.node) {
-                        let s = std::mem::replace(
-                            node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
-                            State::Ready(empty()),
-                        );
-                        if let State::Pending(r) = s {
+                        if let Some(r) = node.state.get_mut().unwrap_or_else(|e| e.into_inner()).recipe.take() {
                             stack.push(r);
                         }
                     }
@@ -77,14 +72,6 @@ impl Drop for Node {
             }
         }
     }
-}
-
-fn empty() -> ArrayData {
-    ArrayData { storage: EMPTY.with(|e| e.clone()), layout: Layout::contiguous(&[0]) }
-}
-
-thread_local! {
-    static EMPTY: Arc<Storage> = Arc::new(Storage::Cpu(CpuStorage::from_vec::<u8>(Vec::new())));
 }
 
 /// A multi-dimensional array: a handle to a lazily evaluated graph node.
@@ -124,7 +111,7 @@ impl Array {
                 node: Arc::new(Node {
                     shape: o.shape,
                     dtype: o.dtype,
-                    state: Mutex::new(State::Pending(recipe.clone())),
+                    state: Mutex::new(State { data: None, recipe: Some(recipe.clone()) }),
                 }),
             })
             .collect();
@@ -136,7 +123,11 @@ impl Array {
     /// An evaluated array over existing data.
     pub fn from_data(data: ArrayData, dtype: Dtype) -> Array {
         Array {
-            node: Arc::new(Node { shape: data.layout.shape.clone(), dtype, state: Mutex::new(State::Ready(data)) }),
+            node: Arc::new(Node {
+                shape: data.layout.shape.clone(),
+                dtype,
+                state: Mutex::new(State { data: Some(data), recipe: None }),
+            }),
         }
     }
 
@@ -226,7 +217,7 @@ impl Array {
 
     /// Whether the array has been computed.
     pub fn is_evaluated(&self) -> bool {
-        matches!(*self.node.lock(), State::Ready(_))
+        self.node.lock().data.is_some()
     }
 
     /// Whether two handles refer to the same graph node.
@@ -246,21 +237,43 @@ impl Array {
     }
 
     pub(crate) fn ready_data(&self) -> Option<ArrayData> {
-        match &*self.node.lock() {
-            State::Ready(d) => Some(d.clone()),
-            State::Pending(_) => None,
-        }
+        self.node.lock().data.clone()
     }
 
+    /// The recipe of a node that still needs computing.
     pub(crate) fn pending_recipe(&self) -> Option<Arc<Recipe>> {
-        match &*self.node.lock() {
-            State::Pending(r) => Some(r.clone()),
-            State::Ready(_) => None,
+        let state = self.node.lock();
+        if state.data.is_some() {
+            None
+        } else {
+            state.recipe.clone()
         }
     }
 
-    pub(crate) fn set_ready(node: &Arc<Node>, data: ArrayData) {
-        *node.lock() = State::Ready(data);
+    /// The recipe that computes (or computed) this array, if still known:
+    /// pending arrays always have one; computed ones keep it only when they
+    /// were computed under a gradient trace.
+    pub(crate) fn recipe(&self) -> Option<Arc<Recipe>> {
+        self.node.lock().recipe.clone()
+    }
+
+    /// Stores computed data; the recipe is dropped (releasing the graph
+    /// behind it) unless a gradient trace needs it.
+    pub(crate) fn set_ready(node: &Arc<Node>, data: ArrayData, keep_recipe: bool) {
+        let mut state = node.lock();
+        state.data = Some(data);
+        if !keep_recipe {
+            state.recipe = None;
+        }
+    }
+
+    /// A key identifying this array's node (stable while the array lives).
+    pub(crate) fn node_key(&self) -> usize {
+        Arc::as_ptr(&self.node) as usize
+    }
+
+    pub(crate) fn from_node(node: Arc<Node>) -> Array {
+        Array { node }
     }
 
     /// The elements in row-major order as host storage (evaluates; copies

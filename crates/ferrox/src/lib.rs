@@ -35,4 +35,5 @@ pub use error::{Error, Result};
 pub use memory::{
     clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory, set_cache_limit,
 };
+pub use transforms::autodiff::{jvp, value_and_grad, vjp};
 pub use transforms::eval::eval;

@@ -230,6 +230,18 @@ pub trait Backend: Send + Sync {
     /// both already broadcast to the output's batch shape; one dtype.
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage>;
 
+    /// A row-contiguous copy of `base` whose elements selected by `window`
+    /// (a layout over that contiguous copy) are replaced, in row-major order,
+    /// by the elements of `update` (same dtype, shape `window.shape`).
+    fn slice_update(
+        &self,
+        base: &Storage,
+        lb: &Layout,
+        update: &Storage,
+        lu: &Layout,
+        window: &Layout,
+    ) -> Result<Storage>;
+
     /// Joins inputs of one dtype along `axis`; `out_shape` is the result's shape.
     fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage>;
 }

@@ -6,7 +6,7 @@ use crate::backend::{BinaryOp, UnaryOp};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
-use crate::primitives::{AsType, Binary, Select, Unary};
+use crate::primitives::{AsType, Binary, Select, StopGradient, Unary};
 use crate::shape::broadcast_shapes;
 
 /// `a` converted to `dtype` (the same array if it already has it).
@@ -172,4 +172,9 @@ pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
     let dtype = Dtype::promote(x.dtype(), y.dtype());
     let inputs = vec![astype(cond, Dtype::Bool)?, astype(x, dtype)?, astype(y, dtype)?];
     Ok(Array::from_primitive(shape, dtype, Select, inputs))
+}
+
+/// `a` unchanged, but treated as a constant by gradient transforms.
+pub fn stop_gradient(a: &Array) -> Result<Array> {
+    Ok(Array::from_primitive(a.shape().to_vec(), a.dtype(), StopGradient, vec![a.clone()]))
 }

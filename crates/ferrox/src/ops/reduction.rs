@@ -111,3 +111,18 @@ pub fn argmax(a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
 pub fn argmin(a: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
     arg_reduce(ArgReduceOp::ArgMin, "argmin", a, axis, keepdims)
 }
+
+/// Sums `x` down to `shape`, undoing NumPy broadcasting (leading axes and
+/// axes where `shape` has extent 1 are summed). Used by gradients.
+pub fn sum_to_shape(x: &Array, shape: &[usize]) -> Result<Array> {
+    if x.shape() == shape {
+        return Ok(x.clone());
+    }
+    let lead = x.ndim() - shape.len();
+    let axes: Vec<isize> = (0..x.ndim())
+        .filter(|&i| i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1))
+        .map(|i| i as isize)
+        .collect();
+    let summed = sum(x, Some(&axes), true)?;
+    reshape_to(&summed, shape.to_vec())
+}

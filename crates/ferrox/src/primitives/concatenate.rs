@@ -1,7 +1,7 @@
 //! Joining arrays along an axis.
 
 use super::{fresh, OutputSpec, Primitive};
-use crate::array::ArrayData;
+use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::error::Result;
 
@@ -20,5 +20,28 @@ impl Primitive for Concatenate {
         let parts: Vec<_> = inputs.iter().map(|x| (&*x.storage, &x.layout)).collect();
         let shape = &outputs[0].shape;
         Ok(fresh(backend.concatenate(&parts, self.axis, shape)?, shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        // Input i's cotangent is its window of the output's cotangent.
+        let c = &cotangents[0];
+        let mut starts = vec![0usize];
+        for x in inputs {
+            starts.push(starts.last().expect("non-empty") + x.shape()[self.axis]);
+        }
+        argnums
+            .iter()
+            .map(|&i| {
+                let mut index = vec![crate::ops::Index::Slice { start: None, stop: None, step: None }; c.ndim()];
+                index[self.axis] = crate::ops::Index::Slice {
+                    start: Some(starts[i] as i64),
+                    stop: Some(starts[i + 1] as i64),
+                    step: None,
+                };
+                crate::ops::index(c, &index)
+            })
+            .collect()
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![crate::ops::concatenate(tangents, self.axis as isize)?])
     }
 }

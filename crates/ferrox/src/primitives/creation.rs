@@ -1,7 +1,7 @@
 //! Primitives without inputs that create data.
 
 use super::{fresh, OutputSpec, Primitive};
-use crate::array::ArrayData;
+use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::element::Scalar;
 use crate::error::Result;
@@ -17,6 +17,12 @@ impl Primitive for Full {
     fn eval(&self, backend: &dyn Backend, _: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let o = &outputs[0];
         Ok(fresh(backend.full(self.0, o.dtype, o.shape.iter().product())?, &o.shape))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![])
+    }
+    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
     }
 }
 
@@ -37,6 +43,12 @@ impl Primitive for Arange {
         let o = &outputs[0];
         Ok(fresh(backend.arange(self.start, self.step, o.shape[0], o.dtype)?, &o.shape))
     }
+    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![])
+    }
+    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
+    }
 }
 
 /// Ones on diagonal `k` of a 2-D output, zeros elsewhere.
@@ -53,5 +65,11 @@ impl Primitive for Eye {
     fn eval(&self, backend: &dyn Backend, _: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let o = &outputs[0];
         Ok(fresh(backend.eye(o.shape[0], o.shape[1], self.k, o.dtype)?, &o.shape))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![])
+    }
+    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
     }
 }

@@ -1,9 +1,14 @@
 //! Batched matrix product.
 
 use super::{fresh, OutputSpec, Primitive};
-use crate::array::ArrayData;
+use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::error::Result;
+use crate::ops;
+
+fn swap_last(x: &Array) -> Result<Array> {
+    ops::swapaxes(x, -1, -2)
+}
 
 /// `a @ b` for inputs of rank ≥ 2 whose batch dims broadcast together.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,5 +31,19 @@ impl Primitive for Matmul {
         };
         let out = backend.matmul(&a.storage, &expand(a), &b.storage, &expand(b))?;
         Ok(fresh(out, out_shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let (a, b, c) = (&inputs[0], &inputs[1], &cotangents[0]);
+        argnums
+            .iter()
+            .map(|&i| {
+                let g = if i == 0 { ops::matmul(c, &swap_last(b)?)? } else { ops::matmul(&swap_last(a)?, c)? };
+                ops::sum_to_shape(&g, inputs[i].shape())
+            })
+            .collect()
+    }
+    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let (a, b) = (&inputs[0], &inputs[1]);
+        Ok(vec![ops::add(&ops::matmul(&tangents[0], b)?, &ops::matmul(a, &tangents[1])?)?])
     }
 }

@@ -17,9 +17,9 @@ pub use creation::{Arange, Eye, Full};
 pub use elementwise::{AsType, Binary, Select, Unary};
 pub use matmul::Matmul;
 pub use reduction::{ArgReduce, Reduce};
-pub use views::{BroadcastTo, Reshape, Slice, Transpose};
+pub use views::{BroadcastTo, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose};
 
-use crate::array::ArrayData;
+use crate::array::{Array, ArrayData};
 use crate::backend::{Backend, Storage};
 use crate::dtype::Dtype;
 use crate::error::Result;
@@ -48,6 +48,18 @@ pub trait Primitive: Send + Sync + fmt::Debug {
 
     /// Computes the outputs from evaluated inputs (already on `backend`'s device).
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>>;
+
+    /// Reverse mode: the cotangents of the inputs listed in `argnums`, given
+    /// one cotangent per output. Written with ops, so it can be differentiated again.
+    fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>>;
+
+    /// Forward mode: the tangent of each output, given one tangent per input.
+    fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>>;
+}
+
+/// A scalar constant with the dtype of `like` (for derivative formulas).
+pub(crate) fn constant(value: f64, like: &Array) -> Array {
+    Array::scalar_of(crate::element::Scalar::Float(value), like.dtype())
 }
 
 /// A freshly computed, row-contiguous output.

@@ -1,9 +1,31 @@
 //! Reductions over axes and arg-reductions along one axis.
 
 use super::{fresh, OutputSpec, Primitive};
-use crate::array::ArrayData;
+use crate::array::{Array, ArrayData};
 use crate::backend::{ArgReduceOp, Backend, ReduceOp};
 use crate::error::Result;
+use crate::ops;
+
+impl Reduce {
+    fn axes_isize(&self) -> Vec<isize> {
+        self.axes.iter().map(|&a| a as isize).collect()
+    }
+
+    /// d out / d x broadcast to the input shape (out keeps reduced axes).
+    fn derivative(&self, x: &Array, out: &Array) -> Result<Array> {
+        let out_b = ops::broadcast_to(out, x.shape())?;
+        match self.op {
+            ReduceOp::Sum => ops::ones_like(x),
+            ReduceOp::Prod => ops::divide(&out_b, x),
+            ReduceOp::Max | ReduceOp::Min => {
+                // Ties share the derivative equally.
+                let mask = ops::astype(&ops::equal(x, &out_b)?, x.dtype())?;
+                let count = ops::sum(&mask, Some(&self.axes_isize()), true)?;
+                ops::divide(&mask, &count)
+            }
+        }
+    }
+}
 
 /// Reduces `axes` (sorted, unique); the output keeps them with extent 1.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +50,15 @@ impl Primitive for Reduce {
         let out = backend.reduce(self.op, &x.storage, &x.layout, &self.axes, outputs[0].dtype)?;
         Ok(fresh(out, &outputs[0].shape))
     }
+    fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        let x = &inputs[0];
+        let c = ops::broadcast_to(&cotangents[0], x.shape())?;
+        Ok(vec![ops::multiply(&c, &self.derivative(x, &outputs[0])?)?])
+    }
+    fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let weighted = ops::multiply(&tangents[0], &self.derivative(&inputs[0], &outputs[0])?)?;
+        Ok(vec![ops::sum(&weighted, Some(&self.axes_isize()), true)?])
+    }
 }
 
 /// Index of the max/min along `axis` (kept with extent 1), as uint32.
@@ -50,5 +81,11 @@ impl Primitive for ArgReduce {
         let x = &inputs[0];
         let out = backend.arg_reduce(self.op, &x.storage, &x.layout, self.axis)?;
         Ok(fresh(out, &outputs[0].shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![ops::zeros_like(&inputs[0])?])
+    }
+    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::zeros_like(&outputs[0])?])
     }
 }

@@ -1,10 +1,16 @@
 //! Layout primitives. Each is a view sharing its input's buffer, except a
-//! reshape whose strides cannot express the new shape, which copies.
+//! reshape whose strides cannot express the new shape (which copies) and
+//! `SliceUpdate` (a copy with a window overwritten).
 
 use super::{fresh, view, OutputSpec, Primitive};
-use crate::array::ArrayData;
+use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::error::Result;
+use crate::ops;
+
+fn isize_shape(shape: &[usize]) -> Vec<isize> {
+    shape.iter().map(|&d| d as isize).collect()
+}
 
 /// A new shape with the same number of elements.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +31,12 @@ impl Primitive for Reshape {
         let copy = backend.copy(&x.storage, &x.layout, outputs[0].dtype)?;
         Ok(fresh(copy, &self.shape))
     }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![ops::reshape(&cotangents[0], &isize_shape(inputs[0].shape()))?])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::reshape(&tangents[0], &isize_shape(&self.shape))?])
+    }
 }
 
 /// A permutation of the axes.
@@ -43,6 +55,16 @@ impl Primitive for Transpose {
     }
     fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         Ok(view(&inputs[0], inputs[0].layout.permute(&self.perm)))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        let mut inverse = vec![0isize; self.perm.len()];
+        for (i, &p) in self.perm.iter().enumerate() {
+            inverse[p] = i as isize;
+        }
+        Ok(vec![ops::transpose(&cotangents[0], Some(&inverse))?])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::transpose(&tangents[0], Some(&isize_shape(&self.perm)))?])
     }
 }
 
@@ -67,6 +89,62 @@ impl Primitive for Slice {
     fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         Ok(view(&inputs[0], inputs[0].layout.slice(&self.start, &self.len, &self.step)))
     }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        let zeros = ops::zeros_like(&inputs[0])?;
+        Ok(vec![Array::from_primitive(
+            inputs[0].shape().to_vec(),
+            inputs[0].dtype(),
+            SliceUpdate { start: self.start.clone(), len: self.len.clone(), step: self.step.clone() },
+            vec![zeros, cotangents[0].clone()],
+        )])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let t = &tangents[0];
+        Ok(vec![Array::from_primitive(self.len.clone(), t.dtype(), self.clone(), vec![t.clone()])])
+    }
+}
+
+/// A copy of the first input with a strided window replaced by the second
+/// input (the inverse of [`Slice`]; MLX's `slice_update`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceUpdate {
+    /// First index of the window along each axis.
+    pub start: Vec<usize>,
+    /// Extent of the window along each axis (the update's shape).
+    pub len: Vec<usize>,
+    /// Step along each axis.
+    pub step: Vec<isize>,
+}
+
+impl Primitive for SliceUpdate {
+    fn name(&self) -> &'static str {
+        "slice_update"
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let (base, update) = (&inputs[0], &inputs[1]);
+        let window = crate::shape::Layout::contiguous(&outputs[0].shape).slice(&self.start, &self.len, &self.step);
+        let out = backend.slice_update(&base.storage, &base.layout, &update.storage, &update.layout, &window)?;
+        Ok(fresh(out, &outputs[0].shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let slice = Slice { start: self.start.clone(), len: self.len.clone(), step: self.step.clone() };
+        let c = &cotangents[0];
+        argnums
+            .iter()
+            .map(|&i| {
+                if i == 0 {
+                    let hole = ops::zeros_like(&inputs[1])?;
+                    Ok(Array::from_primitive(c.shape().to_vec(), c.dtype(), self.clone(), vec![c.clone(), hole]))
+                } else {
+                    Ok(Array::from_primitive(self.len.clone(), c.dtype(), slice.clone(), vec![c.clone()]))
+                }
+            })
+            .collect()
+    }
+    fn jvp(&self, _: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let out = &outputs[0];
+        Ok(vec![Array::from_primitive(out.shape().to_vec(), out.dtype(), self.clone(), tangents.to_vec())])
+    }
 }
 
 /// Broadcasting to a larger shape (stride-0 view).
@@ -86,5 +164,56 @@ impl Primitive for BroadcastTo {
     fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let layout = inputs[0].layout.broadcast_to(&self.shape).expect("op builder checks broadcasting");
         Ok(view(&inputs[0], layout))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![ops::sum_to_shape(&cotangents[0], inputs[0].shape())?])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::broadcast_to(&tangents[0], &self.shape)?])
+    }
+}
+
+/// The input unchanged: a distinct node for the same data (gradient traces
+/// use it to tell a function's arguments apart).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity;
+
+impl Primitive for Identity {
+    fn name(&self) -> &'static str {
+        "identity"
+    }
+    fn is_view(&self) -> bool {
+        true
+    }
+    fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        Ok(view(&inputs[0], inputs[0].layout.clone()))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![cotangents[0].clone()])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![tangents[0].clone()])
+    }
+}
+
+/// The input unchanged, with zero derivative (MLX's `stop_gradient`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopGradient;
+
+impl Primitive for StopGradient {
+    fn name(&self) -> &'static str {
+        "stop_gradient"
+    }
+    fn is_view(&self) -> bool {
+        true
+    }
+    fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        Ok(view(&inputs[0], inputs[0].layout.clone()))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![ops::zeros_like(&inputs[0])?])
+    }
+    fn jvp(&self, inputs: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::zeros_like(&inputs[0])?])
     }
 }

@@ -67,9 +67,10 @@ fn run(recipe: &Recipe) -> Result<()> {
         })
         .collect::<Result<Vec<_>>>()?;
     let outputs = recipe.primitive.eval(backend, &inputs, &recipe.outputs)?;
+    let keep_recipe = crate::transforms::autodiff::is_tracing();
     for (node, data) in recipe.sibling_nodes().into_iter().zip(outputs) {
         if let Some(node) = node {
-            Array::set_ready(&node, data);
+            Array::set_ready(&node, data, keep_recipe);
         }
     }
     Ok(())

@@ -1,4 +1,5 @@
-//! Graph transforms. For now: evaluation. Autodiff, vmap and compile build
-//! on the same graph (later issues).
+//! Graph transforms: evaluation and automatic differentiation. vmap and
+//! compile build on the same graph (later issues).
 
+pub mod autodiff;
 pub mod eval;

@@ -105,6 +105,26 @@ impl Backend for CpuBackend {
         wrap(matmul::matmul(host(a), la, host(b), lb))
     }
 
+    fn slice_update(
+        &self,
+        base: &Storage,
+        lb: &Layout,
+        update: &Storage,
+        lu: &Layout,
+        window: &Layout,
+    ) -> Result<Storage> {
+        fn typed<T: CpuElement>(base: &[T], lb: &Layout, update: &[T], lu: &Layout, window: &Layout) -> Vec<T> {
+            let mut out = elementwise::map_unary(base, lb, |v| v);
+            let src = elementwise::map_unary(update, lu, |v| v);
+            strided::scatter(&mut out, window, &src);
+            out
+        }
+        crate::with_buffer!(host(base), v => {
+            let u = CpuElement::slice_of(host(update)).ok_or_else(|| Error::invalid("slice_update", "operands differ in dtype"))?;
+            wrap(CpuElement::into_buffer(typed(&v[..], lb, u, lu, window)))
+        })
+    }
+
     fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage> {
         // Output viewed as [outer, total, inner]; input i fills the block
         // [outer, a_i, inner] starting at `start` along the middle axis.

@@ -1,7 +1,7 @@
 //! Walking strided layouts: the general (non-contiguous) path every CPU
 //! kernel falls back to, and the thread split shared by all kernels.
 
-use crate::shape::{collapse_dims, numel};
+use crate::shape::{collapse_dims, numel, Layout};
 use rayon::prelude::*;
 
 /// Outputs at least this large are computed on several threads.
@@ -73,6 +73,25 @@ pub fn fill_strided<const N: usize, O: Send>(
         out.par_chunks_mut(chunk).enumerate().for_each(|(i, part)| fill_range(i * chunk, part));
     } else {
         fill_range(0, out);
+    }
+}
+
+/// Writes `src` (row-major over `window.shape`) into `out` at the positions
+/// `window` selects.
+pub fn scatter<T: Copy>(out: &mut [T], window: &Layout, src: &[T]) {
+    let shape = &window.shape;
+    let mut idx = vec![0usize; shape.len()];
+    for &v in src {
+        let off =
+            window.offset as isize + idx.iter().zip(&window.strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
+        out[off as usize] = v;
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
     }
 }
 
