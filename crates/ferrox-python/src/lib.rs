@@ -6,6 +6,7 @@ mod device;
 mod dtype;
 mod errors;
 mod ops;
+mod transforms;
 
 use pyo3::prelude::*;
 
@@ -16,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dtype::register(m)?;
     device::register(m)?;
     ops::register(m)?;
+    transforms::register(m)?;
     Ok(())
 }

@@ -37,3 +37,4 @@ pub use memory::{
 };
 pub use transforms::autodiff::{jvp, value_and_grad, vjp};
 pub use transforms::eval::eval;
+pub use transforms::vmap::vmap;

@@ -108,7 +108,8 @@ pub(crate) fn broadcast_pair(op: &'static str, a: &[usize], b: &[usize]) -> Resu
     broadcast_shapes(a, b).ok_or_else(|| Error::Broadcast { op, lhs: a.to_vec(), rhs: b.to_vec() })
 }
 
-fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
+/// The binary op `op` with broadcasting and promotion (what each named op calls).
+pub(crate) fn binary_op(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     let shape = broadcast_pair(op.name(), a.shape(), b.shape())?;
     let mut dtype = Dtype::promote(a.dtype(), b.dtype());
     if op == BinaryOp::Divide {
@@ -123,7 +124,7 @@ macro_rules! binary_ops {
     ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(a: &Array, b: &Array) -> Result<Array> {
-            binary(BinaryOp::$op, a, b)
+            binary_op(BinaryOp::$op, a, b)
         }
     )*};
 }

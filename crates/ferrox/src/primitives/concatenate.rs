@@ -44,4 +44,8 @@ impl Primitive for Concatenate {
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![crate::ops::concatenate(tangents, self.axis as isize)?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = crate::transforms::vmap::all_batched(inputs, axes)?;
+        super::batched(crate::ops::concatenate(&x, self.axis as isize + 1)?)
+    }
 }

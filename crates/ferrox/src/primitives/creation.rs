@@ -24,6 +24,9 @@ impl Primitive for Full {
     fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![crate::ops::zeros_like(&outputs[0])?])
     }
+    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
+        super::unbatchable(self.name())
+    }
 }
 
 /// `start + i * step` along a 1-D output.
@@ -49,6 +52,9 @@ impl Primitive for Arange {
     fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![crate::ops::zeros_like(&outputs[0])?])
     }
+    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
+        super::unbatchable(self.name())
+    }
 }
 
 /// Ones on diagonal `k` of a 2-D output, zeros elsewhere.
@@ -71,5 +77,8 @@ impl Primitive for Eye {
     }
     fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![crate::ops::zeros_like(&outputs[0])?])
+    }
+    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
+        super::unbatchable(self.name())
     }
 }

@@ -57,6 +57,10 @@ impl Primitive for Unary {
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::multiply(&tangents[0], &self.derivative(&inputs[0], &outputs[0])?)?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        super::batched(Array::from_primitive(x.shape().to_vec(), x.dtype(), self.clone(), vec![x]))
+    }
 }
 
 /// A binary elementwise function with broadcasting; inputs share a dtype.
@@ -121,6 +125,10 @@ impl Primitive for Binary {
         let t = ops::add(&ops::multiply(&tangents[0], &da)?, &ops::multiply(&tangents[1], &db)?)?;
         Ok(vec![ops::astype(&t, outputs[0].dtype())?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let (x, _) = crate::transforms::vmap::align_batched(inputs, axes)?;
+        super::batched(ops::binary_op(self.0, &x[0], &x[1])?)
+    }
 }
 
 /// `where(cond, x, y)` with broadcasting.
@@ -159,6 +167,10 @@ impl Primitive for Select {
     fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::where_(&inputs[0], &tangents[1], &tangents[2])?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let (x, _) = crate::transforms::vmap::align_batched(inputs, axes)?;
+        super::batched(ops::where_(&x[0], &x[1], &x[2])?)
+    }
 }
 
 /// Conversion to another dtype (a contiguous copy).
@@ -178,5 +190,8 @@ impl Primitive for AsType {
     }
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::astype(&tangents[0], self.0)?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        super::batched(ops::astype(&super::front(inputs, axes)?, self.0)?)
     }
 }

@@ -46,4 +46,8 @@ impl Primitive for Matmul {
         let (a, b) = (&inputs[0], &inputs[1]);
         Ok(vec![ops::add(&ops::matmul(&tangents[0], b)?, &ops::matmul(a, &tangents[1])?)?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let (x, _) = crate::transforms::vmap::align_batched(inputs, axes)?;
+        super::batched(ops::matmul(&x[0], &x[1])?)
+    }
 }

@@ -55,6 +55,29 @@ pub trait Primitive: Send + Sync + fmt::Debug {
 
     /// Forward mode: the tangent of each output, given one tangent per input.
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>>;
+
+    /// Batching: the outputs for a whole batch, given inputs that carry an
+    /// optional batch axis each (at least one is batched), with the batch
+    /// axes of the outputs.
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched>;
+}
+
+/// Outputs of a batching rule and the batch axis of each.
+pub type Batched = (Vec<Array>, Vec<Option<usize>>);
+
+/// The single batched input of a one-input primitive, batch axis first.
+pub(crate) fn front(inputs: &[Array], axes: &[Option<usize>]) -> Result<Array> {
+    crate::transforms::vmap::batch_to_front(&inputs[0], axes[0].expect("a batching rule runs on batched inputs"))
+}
+
+/// One output batched along axis 0.
+pub(crate) fn batched(out: Array) -> Result<Batched> {
+    Ok((vec![out], vec![Some(0)]))
+}
+
+/// The error for primitives without inputs, which are never batched.
+pub(crate) fn unbatchable(name: &'static str) -> Result<Batched> {
+    Err(crate::error::Error::invalid(name, "has no inputs to batch"))
 }
 
 /// A scalar constant with the dtype of `like` (for derivative formulas).

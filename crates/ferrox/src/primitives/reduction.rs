@@ -59,6 +59,17 @@ impl Primitive for Reduce {
         let weighted = ops::multiply(&tangents[0], &self.derivative(&inputs[0], &outputs[0])?)?;
         Ok(vec![ops::sum(&weighted, Some(&self.axes_isize()), true)?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        let shifted: Vec<isize> = self.axes.iter().map(|&a| a as isize + 1).collect();
+        let out = match self.op {
+            ReduceOp::Sum => ops::sum(&x, Some(&shifted), true),
+            ReduceOp::Prod => ops::prod(&x, Some(&shifted), true),
+            ReduceOp::Max => ops::max(&x, Some(&shifted), true),
+            ReduceOp::Min => ops::min(&x, Some(&shifted), true),
+        }?;
+        super::batched(out)
+    }
 }
 
 /// Index of the max/min along `axis` (kept with extent 1), as uint32.
@@ -87,5 +98,14 @@ impl Primitive for ArgReduce {
     }
     fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::zeros_like(&outputs[0])?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        let axis = Some(self.axis as isize + 1);
+        let out = match self.op {
+            ArgReduceOp::ArgMax => ops::argmax(&x, axis, true),
+            ArgReduceOp::ArgMin => ops::argmin(&x, axis, true),
+        }?;
+        super::batched(out)
     }
 }

@@ -37,6 +37,12 @@ impl Primitive for Reshape {
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::reshape(&tangents[0], &isize_shape(&self.shape))?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        let mut shape = vec![x.shape()[0] as isize];
+        shape.extend(isize_shape(&self.shape));
+        super::batched(ops::reshape(&x, &shape)?)
+    }
 }
 
 /// A permutation of the axes.
@@ -65,6 +71,11 @@ impl Primitive for Transpose {
     }
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::transpose(&tangents[0], Some(&isize_shape(&self.perm)))?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        let perm: Vec<isize> = std::iter::once(0).chain(self.perm.iter().map(|&p| p as isize + 1)).collect();
+        super::batched(ops::transpose(&x, Some(&perm))?)
     }
 }
 
@@ -101,6 +112,16 @@ impl Primitive for Slice {
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         let t = &tangents[0];
         Ok(vec![Array::from_primitive(self.len.clone(), t.dtype(), self.clone(), vec![t.clone()])])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        let b = x.shape()[0];
+        let p = Slice {
+            start: std::iter::once(0).chain(self.start.iter().copied()).collect(),
+            len: std::iter::once(b).chain(self.len.iter().copied()).collect(),
+            step: std::iter::once(1).chain(self.step.iter().copied()).collect(),
+        };
+        super::batched(Array::from_primitive(p.len.clone(), x.dtype(), p, vec![x]))
     }
 }
 
@@ -145,6 +166,16 @@ impl Primitive for SliceUpdate {
         let out = &outputs[0];
         Ok(vec![Array::from_primitive(out.shape().to_vec(), out.dtype(), self.clone(), tangents.to_vec())])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = crate::transforms::vmap::all_batched(inputs, axes)?;
+        let b = x[0].shape()[0];
+        let p = SliceUpdate {
+            start: std::iter::once(0).chain(self.start.iter().copied()).collect(),
+            len: std::iter::once(b).chain(self.len.iter().copied()).collect(),
+            step: std::iter::once(1).chain(self.step.iter().copied()).collect(),
+        };
+        super::batched(Array::from_primitive(x[0].shape().to_vec(), x[0].dtype(), p, x))
+    }
 }
 
 /// Broadcasting to a larger shape (stride-0 view).
@@ -171,6 +202,15 @@ impl Primitive for BroadcastTo {
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::broadcast_to(&tangents[0], &self.shape)?])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        let b = x.shape()[0];
+        let mut shape = vec![b as isize];
+        shape.extend(std::iter::repeat_n(1, self.shape.len() + 1 - x.ndim()));
+        shape.extend(x.shape()[1..].iter().map(|&d| d as isize));
+        let target: Vec<usize> = std::iter::once(b).chain(self.shape.iter().copied()).collect();
+        super::batched(ops::broadcast_to(&ops::reshape(&x, &shape)?, &target)?)
+    }
 }
 
 /// The input unchanged: a distinct node for the same data (gradient traces
@@ -194,6 +234,9 @@ impl Primitive for Identity {
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![tangents[0].clone()])
     }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        Ok((vec![inputs[0].clone()], vec![axes[0]]))
+    }
 }
 
 /// The input unchanged, with zero derivative (MLX's `stop_gradient`).
@@ -215,5 +258,8 @@ impl Primitive for StopGradient {
     }
     fn jvp(&self, inputs: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Array>> {
         Ok(vec![ops::zeros_like(&inputs[0])?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        Ok((vec![ops::stop_gradient(&inputs[0])?], vec![axes[0]]))
     }
 }

@@ -21,10 +21,10 @@ pub fn is_tracing() -> bool {
     TRACE_DEPTH.with(|d| d.get() > 0)
 }
 
-struct TraceGuard;
+pub(crate) struct TraceGuard;
 
 impl TraceGuard {
-    fn new() -> TraceGuard {
+    pub(crate) fn new() -> TraceGuard {
         TRACE_DEPTH.with(|d| d.set(d.get() + 1));
         TraceGuard
     }
@@ -44,12 +44,12 @@ fn tracers(primals: &[Array]) -> Vec<Array> {
 
 /// The recipes between the tracers and `outputs` that depend on a tracer,
 /// inputs before consumers, each with its live output arrays.
-struct Tape {
-    order: Vec<(Arc<Recipe>, Vec<Option<Array>>)>,
-    active: HashSet<usize>,
+pub(crate) struct Tape {
+    pub(crate) order: Vec<(Arc<Recipe>, Vec<Option<Array>>)>,
+    pub(crate) active: HashSet<usize>,
 }
 
-fn record(tracers: &[Array], outputs: &[Array]) -> Tape {
+pub(crate) fn record(tracers: &[Array], outputs: &[Array]) -> Tape {
     let mut active: HashSet<usize> = tracers.iter().map(Array::node_key).collect();
     let leaves = active.clone();
     let mut seen: HashSet<usize> = HashSet::new();
@@ -176,7 +176,9 @@ pub fn vjp(
     let inputs = tracers(primals);
     let outputs = f(&inputs)?;
     check_shapes("vjp", "cotangent", &outputs, cotangents)?;
-    let cots: Vec<Option<Array>> = cotangents.iter().cloned().map(Some).collect();
+    // Cotangents take their output's dtype, as in MLX.
+    let cots: Vec<Option<Array>> =
+        outputs.iter().zip(cotangents).map(|(o, c)| ops::astype(c, o.dtype()).map(Some)).collect::<Result<_>>()?;
     let grads = backward(&inputs, &outputs, &cots)?;
     Ok((outputs, grads))
 }

@@ -1,5 +1,6 @@
-//! Graph transforms: evaluation and automatic differentiation. vmap and
-//! compile build on the same graph (later issues).
+//! Graph transforms: evaluation, automatic differentiation and vmap.
+//! compile builds on the same graph (a later issue).
 
 pub mod autodiff;
 pub mod eval;
+pub mod vmap;

@@ -1,0 +1,197 @@
+"""Function transforms with MLX's signatures: ``grad``, ``value_and_grad``,
+``vjp``, ``jvp`` and ``vmap``. Arguments and outputs may be nested lists, tuples and
+dicts of arrays; the Rust core works on flat lists of arrays."""
+
+from typing import Any, Callable, List, Sequence, Tuple, Union
+
+from ferrox import _core
+
+array = _core.array
+
+
+def _flatten(tree: Any, what: str) -> Tuple[List[array], Any]:
+    """Leaves (arrays) of a tree of lists/tuples/dicts, and its structure."""
+    if isinstance(tree, array):
+        return [tree], None
+    if isinstance(tree, (list, tuple)):
+        leaves, defs = [], []
+        for item in tree:
+            sub, d = _flatten(item, what)
+            leaves += sub
+            defs.append((len(sub), d))
+        return leaves, (type(tree), defs)
+    if isinstance(tree, dict):
+        leaves, defs = [], []
+        for key, item in tree.items():
+            sub, d = _flatten(item, what)
+            leaves += sub
+            defs.append((key, len(sub), d))
+        return leaves, (dict, defs)
+    raise ValueError(
+        f"[{what}] Expected arrays or trees (lists, tuples, dicts) of arrays, got {type(tree).__name__}."
+    )
+
+
+def _unflatten(leaves: Sequence[array], structure: Any) -> Any:
+    """Inverse of ``_flatten``."""
+    if structure is None:
+        return leaves[0]
+    kind, defs = structure
+    if kind is dict:
+        out, at = {}, 0
+        for key, n, d in defs:
+            out[key] = _unflatten(leaves[at : at + n], d)
+            at += n
+        return out
+    items, at = [], 0
+    for n, d in defs:
+        items.append(_unflatten(leaves[at : at + n], d))
+        at += n
+    return kind(items)
+
+
+def _argnums(argnums: Union[None, int, Sequence[int]], nargs: int, what: str) -> Tuple[List[int], bool]:
+    """Sorted argnums (as MLX) and whether a single gradient (not a tuple) is returned."""
+    if argnums is None:
+        argnums = 0
+    single = isinstance(argnums, int)
+    nums = [argnums] if single else list(argnums)
+    if not nums:
+        raise ValueError(f"[{what}] argnums cannot be empty.")
+    for n in nums:
+        if not isinstance(n, int):
+            raise TypeError(f"[{what}] argnums must be an int or a sequence of ints.")
+        if n < 0:
+            raise ValueError(f"[{what}] Can't compute the gradient of negative argument index {n}.")
+        if n >= nargs:
+            raise ValueError(
+                f"[{what}] Can't compute the gradient of argument index {n} because the function "
+                f"is called with only {nargs} positional arguments."
+            )
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"[{what}] Duplicate argument index in argnums {tuple(nums)} is not allowed.")
+    return sorted(nums), single
+
+
+def value_and_grad(fun: Callable, argnums: Union[None, int, Sequence[int]] = None) -> Callable:
+    """Returns a function computing ``fun``'s value and the gradient of its
+    first output (a scalar loss; other outputs are auxiliary) with respect
+    to the arguments in ``argnums`` (default 0)."""
+
+    def wrapper(*args, **kwargs):
+        nums, single = _argnums(argnums, len(args), "value_and_grad")
+        flat, structs, counts = [], [], []
+        for n in nums:
+            leaves, st = _flatten(args[n], "value_and_grad")
+            flat += leaves
+            structs.append(st)
+            counts.append(len(leaves))
+        returned = []
+
+        def flat_fun(leaves):
+            new_args, at = list(args), 0
+            for n, st, c in zip(nums, structs, counts):
+                new_args[n] = _unflatten(leaves[at : at + c], st)
+                at += c
+            out = fun(*new_args, **kwargs)
+            returned.append(out)
+            # The loss is the output or the first entry of a tuple/list; the
+            # rest (anything) is auxiliary and returned as it is.
+            loss = out[0] if isinstance(out, (list, tuple)) and out else out
+            if not isinstance(loss, array):
+                raise ValueError(
+                    "[value_and_grad] The return value of the function whose gradient we want to compute "
+                    "should be either a scalar array or a tuple with the first value being a scalar array."
+                )
+            return [loss]
+
+        outs, grads = _core._value_and_grad(flat_fun, flat, list(range(len(flat))))
+        out = returned[-1]
+        value = outs[0] if isinstance(out, array) else type(out)([outs[0], *out[1:]])
+        per_arg, at = [], 0
+        for s, c in zip(structs, counts):
+            per_arg.append(_unflatten(grads[at : at + c], s))
+            at += c
+        return value, (per_arg[0] if single else tuple(per_arg))
+
+    return wrapper
+
+
+def grad(fun: Callable, argnums: Union[None, int, Sequence[int]] = None) -> Callable:
+    """Returns a function computing the gradient of ``fun``'s scalar output
+    with respect to the arguments in ``argnums`` (default 0)."""
+    vg = value_and_grad(fun, argnums)
+
+    def wrapper(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    return wrapper
+
+
+def _as_output_list(out: Any, what: str) -> List[array]:
+    if isinstance(out, array):
+        return [out]
+    if isinstance(out, (list, tuple)) and all(isinstance(o, array) for o in out):
+        return list(out)
+    raise ValueError(f"[{what}] The function must return an array or a list of arrays.")
+
+
+def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[List[array], List[array]]:
+    """Outputs of ``fun(*primals)`` and the vector-Jacobian products of
+    ``cotangents`` (one per output) with respect to each primal."""
+    primals, cotangents = list(primals), list(cotangents)
+    outs, grads = _core._vjp(lambda xs: _as_output_list(fun(*xs), "vjp"), primals, cotangents)
+    return list(outs), list(grads)
+
+
+def jvp(fun: Callable, primals: List[array], tangents: List[array]) -> Tuple[List[array], List[array]]:
+    """Outputs of ``fun(*primals)`` and the Jacobian-vector products of
+    ``tangents`` (one per primal) for each output."""
+    primals, tangents = list(primals), list(tangents)
+    outs, tans = _core._jvp(lambda xs: _as_output_list(fun(*xs), "jvp"), primals, tangents)
+    return list(outs), list(tans)
+
+
+def _leaf_axes(axes: Any, tree: Any, what: str) -> List[Any]:
+    """One axis per array leaf of ``tree``: ``axes`` is an int/None for the
+    whole tree or a tree of the same structure."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * len(_flatten(tree, what)[0])
+    if isinstance(tree, (list, tuple)) and isinstance(axes, (list, tuple)) and len(axes) == len(tree):
+        return [a for sub_axes, sub in zip(axes, tree) for a in _leaf_axes(sub_axes, sub, what)]
+    if isinstance(tree, dict) and isinstance(axes, dict) and axes.keys() == tree.keys():
+        return [a for k in tree for a in _leaf_axes(axes[k], tree[k], what)]
+    raise ValueError(f"[{what}] in_axes {axes!r} does not match the structure of the arguments.")
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+    """Returns ``fun`` vectorized over the batch axes ``in_axes`` of its
+    arguments (an int or None for all, or one entry per argument, possibly
+    nested like the argument); outputs are stacked along ``out_axes``."""
+
+    def wrapper(*args):
+        if isinstance(in_axes, (list, tuple)):
+            if len(in_axes) != len(args):
+                raise ValueError(
+                    f"[vmap] The number of in_axes ({len(in_axes)}) must match the number of positional arguments ({len(args)})."
+                )
+            axes = _leaf_axes(tuple(in_axes), tuple(args), "vmap")
+        else:
+            axes = _leaf_axes(in_axes, tuple(args), "vmap")
+        leaves, structure = _flatten(tuple(args), "vmap")
+        out_structure = []
+
+        def flat_fun(xs):
+            out = fun(*_unflatten(xs, structure))
+            outs, st = _flatten(out, "vmap")
+            out_structure.append(st)
+            return outs
+
+        if isinstance(out_axes, (list, tuple)):
+            oax = list(out_axes)
+        else:
+            oax = [out_axes]
+        outs = _core._vmap(flat_fun, leaves, axes, oax)
+        return _unflatten(outs, out_structure[-1])
+
+    return wrapper
