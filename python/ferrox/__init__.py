@@ -9,7 +9,7 @@ from ferrox import _core
 from ferrox._core import *  # noqa: F401,F403  (the mlx.core namespace)
 from ferrox._core import array, where  # noqa: F401  (explicit for readers and linters)
 from ferrox import cuda  # noqa: F401
-from ferrox._autodiff import grad, jvp, value_and_grad, vjp, vmap  # noqa: F401
+from ferrox._autodiff import checkpoint, custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: F401
 
 del cuda_is_available  # noqa: F821  (exposed as ferrox.cuda.is_available)
 

@@ -195,3 +195,97 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         return _unflatten(outs, out_structure[-1])
 
     return wrapper
+
+
+def _to_arrays(args: Sequence[Any]) -> List[array]:
+    return [a if isinstance(a, array) else array(a) for a in args]
+
+
+class custom_function:
+    """A function with its own ``vjp``, ``jvp`` and ``vmap`` rules (MLX's
+    ``custom_function``); rules not given are derived from the function.
+
+    ::
+
+        @fx.custom_function
+        def f(x):
+            return fx.exp(x)
+
+        @f.vjp
+        def f_vjp(primals, cotangent, output):
+            return (cotangent * output,)
+    """
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self._vjp = self._jvp = self._vmap = None
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__name__ = getattr(fun, "__name__", "custom_function")
+
+    def vjp(self, rule: Callable) -> Callable:
+        """Sets ``rule(primals, cotangents, outputs) -> cotangent per primal``."""
+        self._vjp = rule
+        return rule
+
+    def jvp(self, rule: Callable) -> Callable:
+        """Sets ``rule(primals, tangents) -> output tangents``."""
+        self._jvp = rule
+        return rule
+
+    def vmap(self, rule: Callable) -> Callable:
+        """Sets ``rule(inputs, axes) -> (outputs, output axes)``."""
+        self._vmap = rule
+        return rule
+
+    def __call__(self, *args):
+        single = []
+
+        def forward(xs):
+            out = self.fun(*xs)
+            single.append(isinstance(out, array))
+            return _as_output_list(out, "custom_function")
+
+        def shaped(items):
+            return items[0] if single[-1] else tuple(items)
+
+        def as_list(value):
+            return [value] if isinstance(value, array) else list(value)
+
+        vjp_rule = jvp_rule = vmap_rule = None
+        if self._vjp is not None:
+
+            def vjp_rule(primals, cotangents, outputs):
+                return as_list(self._vjp(tuple(primals), shaped(cotangents), shaped(outputs)))
+
+        if self._jvp is not None:
+
+            def jvp_rule(primals, tangents):
+                return as_list(self._jvp(tuple(primals), tuple(tangents)))
+
+        if self._vmap is not None:
+
+            def vmap_rule(inputs, axes):
+                outs, out_axes = self._vmap(tuple(inputs), tuple(axes))
+                if isinstance(outs, array):
+                    return [outs], [out_axes]
+                return list(outs), list(out_axes)
+
+        outs = _core._custom_call(forward, vjp_rule, jvp_rule, vmap_rule, _to_arrays(args))
+        return shaped(outs)
+
+
+def checkpoint(fun: Callable) -> Callable:
+    """``fun`` whose intermediate results are recomputed in the backward pass
+    instead of being kept alive until then."""
+    single = []
+
+    def forward(xs):
+        out = fun(*xs)
+        single.append(isinstance(out, array))
+        return _as_output_list(out, "checkpoint")
+
+    def wrapper(*args):
+        outs = _core._custom_call(forward, None, None, None, _to_arrays(args), checkpoint=True)
+        return outs[0] if single[-1] else tuple(outs)
+
+    return wrapper

@@ -112,6 +112,78 @@ fn _vmap<'py>(
     wrap_list(py, outs)
 }
 
+fn to_arrays(py: Python<'_>, obj: &PyObject, what: &str) -> ferrox::Result<Vec<Array>> {
+    let bound = obj.bind(py);
+    let err = || Error::invalid("custom_function", format!("{what} must return a list of arrays"));
+    let iter = bound.try_iter().map_err(|_| err())?;
+    iter.map(|o| o.ok().and_then(|o| o.downcast::<PyArray>().ok().map(|a| a.borrow().inner.clone())).ok_or_else(err))
+        .collect()
+}
+
+fn py_arrays(py: Python<'_>, arrays: &[Array]) -> ferrox::Result<Py<PyList>> {
+    PyList::new(py, arrays.iter().cloned().map(PyArray::wrap))
+        .map(|l| l.unbind())
+        .map_err(|e| Error::invalid("custom_function", e.to_string()))
+}
+
+/// Calls a custom function: `forward(list) -> list` with optional rules
+/// `vjp(primals, cotangents, outputs) -> list`, `jvp(primals, tangents) -> list`,
+/// `vmap(inputs, axes) -> (list, axes)`. With `checkpoint`, the backward
+/// pass recomputes `forward` instead.
+#[pyfunction]
+#[pyo3(signature = (forward, vjp, jvp, vmap, inputs, checkpoint = false))]
+fn _custom_call<'py>(
+    py: Python<'py>,
+    forward: Py<PyAny>,
+    vjp: Option<Py<PyAny>>,
+    jvp: Option<Py<PyAny>>,
+    vmap: Option<Py<PyAny>>,
+    inputs: &Bound<'py, PyAny>,
+    checkpoint: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let x = arrays_arg(inputs, "inputs")?;
+    let fwd = move |xs: &[Array]| -> ferrox::Result<Vec<Array>> {
+        Python::with_gil(|py| {
+            let args = py_arrays(py, xs)?;
+            let out = forward.call1(py, (args,)).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+            to_arrays(py, &out, "the function")
+        })
+    };
+    let mut f = if checkpoint { ferrox::checkpoint(fwd) } else { ferrox::CustomFunction::new(fwd) };
+    if let Some(rule) = vjp {
+        f.vjp = Some(std::sync::Arc::new(move |p: &[Array], c: &[Array], o: &[Array]| {
+            Python::with_gil(|py| {
+                let args = (py_arrays(py, p)?, py_arrays(py, c)?, py_arrays(py, o)?);
+                let out = rule.call1(py, args).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+                to_arrays(py, &out, "the vjp")
+            })
+        }));
+    }
+    if let Some(rule) = jvp {
+        f.jvp = Some(std::sync::Arc::new(move |p: &[Array], t: &[Array]| {
+            Python::with_gil(|py| {
+                let args = (py_arrays(py, p)?, py_arrays(py, t)?);
+                let out = rule.call1(py, args).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+                to_arrays(py, &out, "the jvp")
+            })
+        }));
+    }
+    if let Some(rule) = vmap {
+        f.vmap = Some(std::sync::Arc::new(move |xs: &[Array], axes: &[Option<usize>]| {
+            Python::with_gil(|py| {
+                let args = (py_arrays(py, xs)?, axes.to_vec());
+                let out = rule.call1(py, args).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+                let (outs, out_axes): (PyObject, Vec<Option<usize>>) = out
+                    .extract(py)
+                    .map_err(|_| Error::invalid("custom_function", "the vmap rule must return (outputs, axes)"))?;
+                Ok((to_arrays(py, &outs, "the vmap rule")?, out_axes))
+            })
+        }));
+    }
+    let outs = py.allow_threads(|| f.call(&x)).py()?;
+    wrap_list(py, outs)
+}
+
 /// `a` unchanged, treated as a constant by gradient transforms.
 #[pyfunction]
 #[pyo3(signature = (a, /, *, stream = None))]
@@ -127,6 +199,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_jvp, m)?)?;
     m.add_function(wrap_pyfunction!(_value_and_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_vmap, m)?)?;
+    m.add_function(wrap_pyfunction!(_custom_call, m)?)?;
     m.add_function(wrap_pyfunction!(stop_gradient, m)?)?;
     Ok(())
 }

@@ -46,6 +46,12 @@ pub trait Primitive: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether derivatives never flow through this node (`stop_gradient`):
+    /// gradient traces then do not look behind it.
+    fn blocks_derivatives(&self) -> bool {
+        false
+    }
+
     /// Computes the outputs from evaluated inputs (already on `backend`'s device).
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>>;
 
@@ -90,7 +96,7 @@ pub(crate) fn fresh(storage: Storage, shape: &[usize]) -> Vec<ArrayData> {
     vec![ArrayData { storage: Arc::new(storage), layout: Layout::contiguous(shape) }]
 }
 
-/// A view: the input's buffer under a new layout.
-pub(crate) fn view(input: &ArrayData, layout: Layout) -> Vec<ArrayData> {
+/// A view: the input's buffer under a new layout (one output).
+pub fn view(input: &ArrayData, layout: Layout) -> Vec<ArrayData> {
     vec![ArrayData { storage: input.storage.clone(), layout }]
 }

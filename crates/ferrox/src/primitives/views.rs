@@ -247,6 +247,9 @@ impl Primitive for StopGradient {
     fn name(&self) -> &'static str {
         "stop_gradient"
     }
+    fn blocks_derivatives(&self) -> bool {
+        true
+    }
     fn is_view(&self) -> bool {
         true
     }

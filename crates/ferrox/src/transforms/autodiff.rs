@@ -49,24 +49,31 @@ pub(crate) struct Tape {
     pub(crate) active: HashSet<usize>,
 }
 
-pub(crate) fn record(tracers: &[Array], outputs: &[Array]) -> Tape {
+/// `for_derivatives`: stop at nodes that block derivatives (their inputs
+/// cannot receive a gradient); vmap passes false, since data still flows.
+pub(crate) fn record(tracers: &[Array], outputs: &[Array], for_derivatives: bool) -> Tape {
     let mut active: HashSet<usize> = tracers.iter().map(Array::node_key).collect();
     let leaves = active.clone();
     let mut seen: HashSet<usize> = HashSet::new();
     let mut order = Vec::new();
+    let recipe_of = |a: &Array| -> Option<Arc<Recipe>> {
+        if leaves.contains(&a.node_key()) {
+            return None;
+        }
+        a.recipe().filter(|r| !(for_derivatives && r.primitive.blocks_derivatives()))
+    };
     let mut stack: Vec<(Array, Option<Arc<Recipe>>, usize)> = Vec::new();
     for out in outputs {
         if !seen.insert(out.node_key()) {
             continue;
         }
-        let recipe = if leaves.contains(&out.node_key()) { None } else { out.recipe() };
-        stack.push((out.clone(), recipe, 0));
+        stack.push((out.clone(), recipe_of(out), 0));
         while let Some((_, recipe, next)) = stack.last_mut() {
             let child = recipe.as_ref().and_then(|r| r.inputs.get(*next).cloned());
             if let Some(input) = child {
                 *next += 1;
                 if seen.insert(input.node_key()) {
-                    let r = if leaves.contains(&input.node_key()) { None } else { input.recipe() };
+                    let r = recipe_of(&input);
                     stack.push((input, r, 0));
                 }
                 continue;
@@ -99,7 +106,7 @@ fn accumulate(map: &mut HashMap<usize, Array>, key: usize, value: Array) -> Resu
 
 /// Cotangents of `tracers` given cotangents of some of `outputs`.
 fn backward(tracers: &[Array], outputs: &[Array], cotangents: &[Option<Array>]) -> Result<Vec<Array>> {
-    let tape = record(tracers, outputs);
+    let tape = record(tracers, outputs, true);
     let mut cots: HashMap<usize, Array> = HashMap::new();
     for (out, cot) in outputs.iter().zip(cotangents) {
         if let Some(c) = cot {
@@ -194,7 +201,7 @@ pub fn jvp(
     let _trace = TraceGuard::new();
     let inputs = tracers(primals);
     let outputs = f(&inputs)?;
-    let tape = record(&inputs, &outputs);
+    let tape = record(&inputs, &outputs, true);
     let mut tans: HashMap<usize, Array> = HashMap::new();
     for (x, t) in inputs.iter().zip(tangents) {
         tans.insert(x.node_key(), t.clone());

@@ -2,5 +2,6 @@
 //! compile builds on the same graph (a later issue).
 
 pub mod autodiff;
+pub mod custom;
 pub mod eval;
 pub mod vmap;

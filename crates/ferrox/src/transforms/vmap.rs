@@ -145,7 +145,7 @@ pub fn vmap(
         ));
     }
     let traced: Vec<Array> = examples.iter().zip(&axes).filter(|(_, a)| a.is_some()).map(|(e, _)| e.clone()).collect();
-    let tape = record(&traced, &outputs);
+    let tape = record(&traced, &outputs, false);
 
     let mut batched: HashMap<usize, (Array, Option<usize>)> = HashMap::new();
     for ((e, x), ax) in examples.iter().zip(inputs).zip(&axes) {
