@@ -28,7 +28,7 @@ fn check(name: &str, f: Fun, inputs: &[Array]) {
     let scalar = |xs: &[Array]| -> f64 {
         ops::sum(&ops::multiply(&f(xs).unwrap(), &w).unwrap(), None, false).unwrap().item::<f64>().unwrap()
     };
-    let (_, grads) = vjp(|xs| Ok(vec![f(xs)?]), inputs, &[w.clone()]).unwrap();
+    let (_, grads) = vjp(|xs| Ok(vec![f(xs)?]), inputs, std::slice::from_ref(&w)).unwrap();
     let tangents: Vec<Array> =
         inputs.iter().enumerate().map(|(i, x)| uniform(7 + i as u64, x.shape(), -1.0, 1.0)).collect();
     let (_, jvps) = jvp(|xs| Ok(vec![f(xs)?]), inputs, &tangents).unwrap();
@@ -136,8 +136,11 @@ fn astype_passes_gradients_back_in_the_input_dtype() -> Result<()> {
 #[test]
 fn stop_gradient_blocks_derivatives() -> Result<()> {
     let x = uniform(5, &[3], -1.0, 1.0);
-    let (_, g) =
-        vjp(|xs| Ok(vec![ops::multiply(&xs[0], &ops::stop_gradient(&xs[0])?)?]), &[x.clone()], &[ops::ones_like(&x)?])?;
+    let (_, g) = vjp(
+        |xs| Ok(vec![ops::multiply(&xs[0], &ops::stop_gradient(&xs[0])?)?]),
+        std::slice::from_ref(&x),
+        &[ops::ones_like(&x)?],
+    )?;
     assert_eq!(g[0].to_vec::<f64>()?, x.to_vec::<f64>()?);
     Ok(())
 }
@@ -166,7 +169,7 @@ fn value_and_grad_takes_argnums_and_checks_the_loss() -> Result<()> {
     assert_eq!(value[0].item::<f32>()?, 11.0);
     assert_eq!(grads.len(), 1);
     assert_eq!(grads[0].to_vec::<f32>()?, vec![1.0, 2.0]);
-    let not_scalar = value_and_grad(|a| Ok(vec![a[0].clone()]), &[w.clone()], &[0]);
+    let not_scalar = value_and_grad(|a| Ok(vec![a[0].clone()]), std::slice::from_ref(&w), &[0]);
     assert!(not_scalar.unwrap_err().to_string().contains("scalar"));
     assert!(value_and_grad(loss, &[w, x], &[2]).is_err());
     Ok(())

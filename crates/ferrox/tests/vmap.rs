@@ -139,9 +139,12 @@ fn nested_vmap_and_vmap_of_grad_compose() -> Result<()> {
 fn vmap_rejects_bad_axes_and_inputs() {
     let x = uniform(9, &[2, 3]);
     let id = |xs: &[Array]| -> Result<Vec<Array>> { Ok(vec![xs[0].clone()]) };
-    assert!(vmap(id, &[x.clone()], &[Some(2)], &[Some(0)]).unwrap_err().to_string().contains("out of bounds"));
+    assert!(vmap(id, std::slice::from_ref(&x), &[Some(2)], &[Some(0)])
+        .unwrap_err()
+        .to_string()
+        .contains("out of bounds"));
     assert!(vmap(id, &[Array::scalar(1.0f32)], &[Some(0)], &[Some(0)]).unwrap_err().to_string().contains("scalar"));
-    assert!(vmap(id, &[x.clone()], &[None], &[Some(0)]).unwrap_err().to_string().contains("non-None"));
+    assert!(vmap(id, std::slice::from_ref(&x), &[None], &[Some(0)]).unwrap_err().to_string().contains("non-None"));
     let y = uniform(10, &[3, 3]);
     assert!(vmap(|xs| Ok(vec![ops::add(&xs[0], &xs[1])?]), &[x.clone(), y], &[Some(0), Some(0)], &[Some(0)]).is_err());
     assert!(vmap(id, &[x], &[Some(0)], &[Some(5)]).unwrap_err().to_string().contains("out of bounds"));

@@ -6,6 +6,22 @@ use crate::backend::Backend;
 use crate::element::Scalar;
 use crate::error::Result;
 
+/// Transform rules of a primitive without inputs: nothing to differentiate,
+/// a zero tangent, never batched.
+macro_rules! no_input_rules {
+    () => {
+        fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+            Ok(vec![])
+        }
+        fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+            Ok(vec![crate::ops::zeros_like(&outputs[0])?])
+        }
+        fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
+            super::unbatchable(self.name())
+        }
+    };
+}
+
 /// Every element equal to one value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Full(pub Scalar);
@@ -18,15 +34,7 @@ impl Primitive for Full {
         let o = &outputs[0];
         Ok(fresh(backend.full(self.0, o.dtype, o.shape.iter().product())?, &o.shape))
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        Ok(vec![])
-    }
-    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
-        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
-    }
-    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
-        super::unbatchable(self.name())
-    }
+    no_input_rules!();
 }
 
 /// `start + i * step` along a 1-D output.
@@ -46,15 +54,7 @@ impl Primitive for Arange {
         let o = &outputs[0];
         Ok(fresh(backend.arange(self.start, self.step, o.shape[0], o.dtype)?, &o.shape))
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        Ok(vec![])
-    }
-    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
-        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
-    }
-    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
-        super::unbatchable(self.name())
-    }
+    no_input_rules!();
 }
 
 /// Ones on diagonal `k` of a 2-D output, zeros elsewhere.
@@ -72,13 +72,5 @@ impl Primitive for Eye {
         let o = &outputs[0];
         Ok(fresh(backend.eye(o.shape[0], o.shape[1], self.k, o.dtype)?, &o.shape))
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        Ok(vec![])
-    }
-    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
-        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
-    }
-    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
-        super::unbatchable(self.name())
-    }
+    no_input_rules!();
 }
