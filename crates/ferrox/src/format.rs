@@ -82,6 +82,11 @@ fn fmt_block(vals: &[String], shape: &[usize], start: usize, depth: usize, summa
 /// The repr of an array (evaluates it).
 pub fn repr(a: &Array) -> crate::Result<String> {
     let vals: Vec<String> = a.to_scalars()?.into_iter().map(fmt_scalar).collect();
+    if a.size() == 0 && a.ndim() > 1 {
+        // As NumPy and MLX: the shape cannot be read off an empty bracket.
+        let dims: Vec<String> = a.shape().iter().map(|d| d.to_string()).collect();
+        return Ok(format!("array([], shape=({}), dtype={})", dims.join(", "), a.dtype().name()));
+    }
     let body = if a.ndim() == 0 {
         vals[0].clone()
     } else {
@@ -117,5 +122,13 @@ mod tests {
         assert_eq!(fmt_g(0.0001), "0.0001");
         assert_eq!(fmt_g(-2.5), "-2.5");
         assert_eq!(fmt_g(999999.5), "1e+06");
+    }
+
+    #[test]
+    fn empty_arrays_show_their_shape() {
+        let a = crate::ops::zeros(&[0, 3], crate::Dtype::F32).unwrap();
+        assert_eq!(super::repr(&a).unwrap(), "array([], shape=(0, 3), dtype=float32)");
+        let b = crate::ops::zeros(&[0], crate::Dtype::I32).unwrap();
+        assert_eq!(super::repr(&b).unwrap(), "array([], dtype=int32)");
     }
 }

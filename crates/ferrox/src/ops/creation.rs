@@ -5,7 +5,7 @@ use super::shaping::broadcast_to;
 use crate::array::Array;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
-use crate::error::{Error, Result};
+use crate::error::{fmt_shape, Error, Result};
 use crate::primitives::{Arange, AsType, Eye, Full};
 
 /// An array of `shape` filled with `value` cast to `dtype`.
@@ -25,7 +25,10 @@ pub fn full_scalar(shape: &[usize], value: Scalar, dtype: Dtype) -> Result<Array
 pub fn full(shape: &[usize], values: &Array, dtype: Option<Dtype>) -> Result<Array> {
     let dtype = dtype.unwrap_or(values.dtype());
     let b = broadcast_to(values, shape).map_err(|_| {
-        Error::invalid("full", format!("Cannot broadcast values of shape {:?} to {:?}.", values.shape(), shape))
+        Error::invalid(
+            "full",
+            format!("Cannot broadcast values of shape {} to {}.", fmt_shape(values.shape()), fmt_shape(shape)),
+        )
     })?;
     Ok(Array::from_primitive(shape.to_vec(), dtype, AsType(dtype), vec![b]))
 }
