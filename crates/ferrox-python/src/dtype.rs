@@ -24,48 +24,7 @@ impl PyDtype {
 /// A category of dtypes for `issubdtype`.
 #[pyclass(name = "DtypeCategory", module = "ferrox", frozen, eq, hash)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PyDtypeCategory(pub DtypeCategoryKey);
-
-/// Hashable mirror of [`DtypeCategory`].
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DtypeCategoryKey {
-    ComplexFloating,
-    Floating,
-    Inexact,
-    SignedInteger,
-    UnsignedInteger,
-    Integer,
-    Number,
-    Generic,
-}
-
-impl DtypeCategoryKey {
-    fn category(self) -> DtypeCategory {
-        match self {
-            Self::ComplexFloating => DtypeCategory::ComplexFloating,
-            Self::Floating => DtypeCategory::Floating,
-            Self::Inexact => DtypeCategory::Inexact,
-            Self::SignedInteger => DtypeCategory::SignedInteger,
-            Self::UnsignedInteger => DtypeCategory::UnsignedInteger,
-            Self::Integer => DtypeCategory::Integer,
-            Self::Number => DtypeCategory::Number,
-            Self::Generic => DtypeCategory::Generic,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::ComplexFloating => "complexfloating",
-            Self::Floating => "floating",
-            Self::Inexact => "inexact",
-            Self::SignedInteger => "signedinteger",
-            Self::UnsignedInteger => "unsignedinteger",
-            Self::Integer => "integer",
-            Self::Number => "number",
-            Self::Generic => "generic",
-        }
-    }
-}
+pub struct PyDtypeCategory(pub DtypeCategory);
 
 #[pymethods]
 impl PyDtypeCategory {
@@ -82,19 +41,10 @@ pub fn issubdtype(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> 
         return Ok(x == y);
     }
     if let (Ok(x), Some(c)) = (a.extract::<PyDtype>(), cat_of(b)) {
-        return Ok(x.0.is_subdtype(c.category()));
+        return Ok(x.0.is_subdtype(c));
     }
     if let (Some(x), Some(y)) = (cat_of(a), cat_of(b)) {
-        // A category is a sub-category of itself and of its ancestors.
-        let contains = |outer: DtypeCategoryKey, inner: DtypeCategoryKey| {
-            use DtypeCategoryKey::*;
-            outer == inner
-                || outer == Generic
-                || (outer == Number && inner != Generic)
-                || (outer == Inexact && matches!(inner, Floating | ComplexFloating))
-                || (outer == Integer && matches!(inner, SignedInteger | UnsignedInteger))
-        };
-        return Ok(contains(y, x));
+        return Ok(x.is_subcategory(y));
     }
     Ok(false)
 }
@@ -107,8 +57,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         let name = if d == Dtype::Bool { "bool_" } else { d.name() };
         m.add(name, PyDtype(d))?;
     }
-    use DtypeCategoryKey::*;
-    for c in [ComplexFloating, Floating, Inexact, SignedInteger, UnsignedInteger, Integer, Number, Generic] {
+    for c in DtypeCategory::ALL {
         m.add(c.name(), PyDtypeCategory(c))?;
     }
     m.add_function(wrap_pyfunction!(issubdtype, m)?)?;

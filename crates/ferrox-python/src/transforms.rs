@@ -112,6 +112,11 @@ fn _vmap<'py>(
     wrap_list(py, outs)
 }
 
+/// A Python exception raised by a custom rule, as a ferrox error.
+fn rule_error(e: PyErr) -> Error {
+    Error::invalid("custom_function", e.to_string())
+}
+
 fn to_arrays(py: Python<'_>, obj: &PyObject, what: &str) -> ferrox::Result<Vec<Array>> {
     let bound = obj.bind(py);
     let err = || Error::invalid("custom_function", format!("{what} must return a list of arrays"));
@@ -121,9 +126,7 @@ fn to_arrays(py: Python<'_>, obj: &PyObject, what: &str) -> ferrox::Result<Vec<A
 }
 
 fn py_arrays(py: Python<'_>, arrays: &[Array]) -> ferrox::Result<Py<PyList>> {
-    PyList::new(py, arrays.iter().cloned().map(PyArray::wrap))
-        .map(|l| l.unbind())
-        .map_err(|e| Error::invalid("custom_function", e.to_string()))
+    PyList::new(py, arrays.iter().cloned().map(PyArray::wrap)).map(|l| l.unbind()).map_err(rule_error)
 }
 
 /// Calls a custom function: `forward(list) -> list` with optional rules
@@ -145,7 +148,7 @@ fn _custom_call<'py>(
     let fwd = move |xs: &[Array]| -> ferrox::Result<Vec<Array>> {
         Python::with_gil(|py| {
             let args = py_arrays(py, xs)?;
-            let out = forward.call1(py, (args,)).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+            let out = forward.call1(py, (args,)).map_err(rule_error)?;
             to_arrays(py, &out, "the function")
         })
     };
@@ -154,7 +157,7 @@ fn _custom_call<'py>(
         f.vjp = Some(std::sync::Arc::new(move |p: &[Array], c: &[Array], o: &[Array]| {
             Python::with_gil(|py| {
                 let args = (py_arrays(py, p)?, py_arrays(py, c)?, py_arrays(py, o)?);
-                let out = rule.call1(py, args).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+                let out = rule.call1(py, args).map_err(rule_error)?;
                 to_arrays(py, &out, "the vjp")
             })
         }));
@@ -163,7 +166,7 @@ fn _custom_call<'py>(
         f.jvp = Some(std::sync::Arc::new(move |p: &[Array], t: &[Array]| {
             Python::with_gil(|py| {
                 let args = (py_arrays(py, p)?, py_arrays(py, t)?);
-                let out = rule.call1(py, args).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+                let out = rule.call1(py, args).map_err(rule_error)?;
                 to_arrays(py, &out, "the jvp")
             })
         }));
@@ -172,7 +175,7 @@ fn _custom_call<'py>(
         f.vmap = Some(std::sync::Arc::new(move |xs: &[Array], axes: &[Option<usize>]| {
             Python::with_gil(|py| {
                 let args = (py_arrays(py, xs)?, axes.to_vec());
-                let out = rule.call1(py, args).map_err(|e| Error::invalid("custom_function", e.to_string()))?;
+                let out = rule.call1(py, args).map_err(rule_error)?;
                 let (outs, out_axes): (PyObject, Vec<Option<usize>>) = out
                     .extract(py)
                     .map_err(|_| Error::invalid("custom_function", "the vmap rule must return (outputs, axes)"))?;

@@ -36,7 +36,7 @@ pub enum Dtype {
 }
 
 /// Broad classes of dtypes, as in MLX's `DtypeCategory`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum DtypeCategory {
     /// Complex floating point.
     ComplexFloating,
@@ -54,6 +54,44 @@ pub enum DtypeCategory {
     Number,
     /// Everything.
     Generic,
+}
+
+impl DtypeCategory {
+    /// Every category.
+    pub const ALL: [DtypeCategory; 8] = [
+        DtypeCategory::ComplexFloating,
+        DtypeCategory::Floating,
+        DtypeCategory::Inexact,
+        DtypeCategory::SignedInteger,
+        DtypeCategory::UnsignedInteger,
+        DtypeCategory::Integer,
+        DtypeCategory::Number,
+        DtypeCategory::Generic,
+    ];
+
+    /// MLX's name for the category (`"floating"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DtypeCategory::ComplexFloating => "complexfloating",
+            DtypeCategory::Floating => "floating",
+            DtypeCategory::Inexact => "inexact",
+            DtypeCategory::SignedInteger => "signedinteger",
+            DtypeCategory::UnsignedInteger => "unsignedinteger",
+            DtypeCategory::Integer => "integer",
+            DtypeCategory::Number => "number",
+            DtypeCategory::Generic => "generic",
+        }
+    }
+
+    /// Whether this category lies within `outer` (itself or an ancestor).
+    pub fn is_subcategory(self, outer: DtypeCategory) -> bool {
+        use DtypeCategory::*;
+        outer == self
+            || outer == Generic
+            || (outer == Number && self != Generic)
+            || (outer == Inexact && matches!(self, Floating | ComplexFloating))
+            || (outer == Integer && matches!(self, SignedInteger | UnsignedInteger))
+    }
 }
 
 use Dtype::*;
