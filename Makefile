@@ -1,6 +1,7 @@
 # ferrox: `make demo` runs the quickstart tour, `make test` runs every test.
-# Both create .venv (with maturin, numpy, pytest) on first use and build the
-# extension into it.
+# Both create .venv (with maturin, numpy, pytest, NVRTC) on first use and
+# build the extension into it. On a GPU machine, scripts/gpu-check.sh runs the
+# suite with the GPU as default device, then the GPU benchmarks.
 
 VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
@@ -17,8 +18,12 @@ $(PY): requirements-dev.txt
 build: $(PY)
 	VIRTUAL_ENV=$(VENV) CARGO_BUILD_JOBS=$(CARGO_JOBS) $(VENV)/bin/maturin develop --release -q
 
-rust-test:
-	cargo test -j$(CARGO_JOBS) --workspace
+# NVRTC from the nvidia-cuda-nvrtc wheel lets the tests compile every CUDA
+# kernel without a GPU; FERROX_REQUIRE_NVRTC makes a missing NVRTC a failure.
+NVRTC_LIB = $$($(PY) -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))')
+
+rust-test: $(PY)
+	LD_LIBRARY_PATH=$(NVRTC_LIB):$$LD_LIBRARY_PATH FERROX_REQUIRE_NVRTC=1 cargo test -j$(CARGO_JOBS) --workspace
 
 py-test: build
 	$(PY) -m pytest python/tests -q
@@ -30,6 +35,7 @@ demo: build
 
 bench: build
 	$(PY) benches/cpu_ops.py
+	$(PY) benches/autodiff.py
 
 clean:
 	cargo clean

@@ -40,8 +40,13 @@ def ferrox_ratio(layers, width, batch, repeats):
         return fx.mean(h * h)
 
     step = fx.value_and_grad(loss)
-    forward = median_time(lambda: fx.eval(loss(ws, x)), repeats)
-    both = median_time(lambda: fx.eval(step(ws, x)), repeats)
+
+    def run(f):
+        fx.eval(f(ws, x))
+        fx.synchronize()
+
+    forward = median_time(lambda: run(loss), repeats)
+    both = median_time(lambda: run(step), repeats)
     return forward, both - forward
 
 

@@ -374,6 +374,23 @@ def make_operand(rng, layout, name, kind="normal"):
     return view(base), view(to_fx(base, name))
 
 
+# --------------------------------------------------------------------------
+# devices: every test runs once per available device, as the default device
+# --------------------------------------------------------------------------
+
+DEVICES = ["cpu"] + (["gpu"] if fx.cuda.is_available() else [])
+
+
+@pytest.fixture(params=DEVICES, autouse=True)
+def device(request):
+    """The name of the device this run of the test uses as default."""
+    old = fx.default_device()
+    fx.set_default_device(getattr(fx, request.param))
+    yield request.param
+    fx.synchronize()
+    fx.set_default_device(old)
+
+
 @pytest.fixture
 def rng(request):
     # A distinct but fixed seed per test id keeps tests independent and

@@ -244,11 +244,23 @@ def test_device_objects():
     assert fx.Device(fx.gpu).type == fx.gpu
 
 
-def test_default_device_is_cpu_without_gpu():
-    assert fx.cuda.is_available() is False
+def test_default_device_is_the_parametrized_one(device):
+    # conftest makes each device the default in turn.
     d = fx.default_device()
     assert isinstance(d, fx.Device)
-    assert d.type == fx.cpu
+    assert d.type == getattr(fx, device)
+
+
+def test_gpu_presence_is_reported():
+    if fx.cuda.is_available():
+        assert isinstance(fx.cuda.device_name(), str)
+        return
+    # Without a GPU: no name, and asking for it is a clear error.
+    assert fx.cuda.device_name() is None
+    with pytest.raises(ValueError, match="not available"):
+        fx.set_default_device(fx.gpu)
+    with pytest.raises(ValueError, match="not available"):
+        fx.add(fx.ones((2,)), 1, stream=fx.gpu)
 
 
 def test_set_default_device():
@@ -267,7 +279,7 @@ def test_streams():
     s = fx.default_stream(fx.cpu)
     assert s.device.type == fx.cpu
     s2 = fx.default_stream(fx.default_device())
-    assert s2.device.type == fx.cpu
+    assert s2.device == fx.default_device()
     n = fx.new_stream(fx.cpu)
     assert n.device.type == fx.cpu
     n2 = fx.new_stream(fx.Device(fx.cpu))

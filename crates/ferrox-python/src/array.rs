@@ -453,7 +453,9 @@ impl PyArray {
             Storage::Cpu(_) if data.layout.is_row_contiguous() => (data.storage.clone(), data.layout.offset),
             _ => (Arc::new(Storage::Cpu(a.to_host().py()?)), 0),
         };
-        let Storage::Cpu(host) = &*storage;
+        let Storage::Cpu(host) = &*storage else {
+            unreachable!("the exported storage was made on the host above");
+        };
         let itemsize = a.itemsize() as isize;
         let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
         let strides = ferrox::shape::contiguous_strides(a.shape()).iter().map(|s| s * itemsize).collect();

@@ -136,19 +136,46 @@ fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
 /// work completes during evaluation, so this returns at once there.
 #[pyfunction]
 #[pyo3(signature = (stream = None))]
-fn synchronize(stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    if let Some(s) = stream {
-        if !s.is_none() {
-            stream_arg(s)?;
-        }
-    }
-    Ok(())
+fn synchronize(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let stream = match stream {
+        Some(s) if !s.is_none() => Some(stream_arg(s)?),
+        _ => None,
+    };
+    py.allow_threads(|| device::synchronize(stream)).py()
 }
 
 /// Whether a CUDA GPU can be used (false on machines without one).
 #[pyfunction]
 fn cuda_is_available() -> bool {
     device::is_available(Device::GPU)
+}
+
+/// The GPU's name, or None without a GPU.
+#[pyfunction]
+fn cuda_device_name() -> Option<String> {
+    #[cfg(feature = "cuda")]
+    return ferrox::backend::cuda::device_name();
+    #[cfg(not(feature = "cuda"))]
+    None
+}
+
+/// Lets float32 matrix products on the GPU use TF32 tensor cores; returns
+/// the previous setting.
+#[pyfunction]
+fn cuda_set_allow_tf32(allow: bool) -> bool {
+    #[cfg(feature = "cuda")]
+    return ferrox::backend::cuda::set_allow_tf32(allow);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = allow;
+        false
+    }
+}
+
+/// Number of buffers moved between devices since the process started.
+#[pyfunction]
+fn transfer_count() -> usize {
+    ferrox::backend::dispatcher::transfer_count()
 }
 
 /// Adds the device classes and functions to the module.
@@ -164,5 +191,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(new_stream, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_device_name, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_set_allow_tf32, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer_count, m)?)?;
     Ok(())
 }

@@ -373,6 +373,13 @@ fn set_cache_limit(limit: usize) -> usize {
     ferrox::set_cache_limit(limit)
 }
 
+/// Limits the bytes of live buffers per device; an evaluation that would
+/// exceed it raises. Returns the previous limit.
+#[pyfunction]
+fn set_memory_limit(limit: usize) -> usize {
+    ferrox::set_memory_limit(limit)
+}
+
 /// Frees every buffer kept for reuse.
 #[pyfunction]
 fn clear_cache() {
@@ -441,6 +448,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         reset_peak_memory,
         get_cache_memory,
         set_cache_limit,
+        set_memory_limit,
         clear_cache,
     );
     Ok(())

@@ -267,6 +267,15 @@ impl Array {
         }
     }
 
+    /// Swaps in equivalent data (the same values, e.g. moved to another
+    /// device) for a computed array.
+    pub(crate) fn replace_data(&self, data: ArrayData) {
+        let mut state = self.node.lock();
+        if state.data.is_some() {
+            state.data = Some(data);
+        }
+    }
+
     /// A key identifying this array's node (stable while the array lives).
     pub(crate) fn node_key(&self) -> usize {
         Arc::as_ptr(&self.node) as usize
@@ -280,7 +289,7 @@ impl Array {
     /// from the device or out of a strided view when needed).
     pub fn to_host(&self) -> Result<CpuStorage> {
         let data = self.data()?;
-        dispatcher::backend(data.storage.device())?.to_host(&data.storage, &data.layout)
+        dispatcher::to_host(&data.storage, &data.layout)
     }
 
     /// The elements in row-major order; `T` must match the dtype.

@@ -56,21 +56,32 @@ impl fmt::Display for Stream {
     }
 }
 
-static DEFAULT_DEVICE: RwLock<Device> = RwLock::new(Device::CPU);
+/// The default device; `None` until first asked for.
+static DEFAULT_DEVICE: RwLock<Option<Device>> = RwLock::new(None);
 static NEXT_STREAM: AtomicUsize = AtomicUsize::new(2);
 
 thread_local! {
     static STREAM_OVERRIDE: RefCell<Vec<Stream>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The device ops run on when no stream is given.
+/// The device ops run on when no stream is given: the GPU when one is
+/// available, else the CPU. The environment variable
+/// `FERROX_DEFAULT_DEVICE=cpu` (or `gpu`) overrides that choice.
 pub fn default_device() -> Device {
-    *DEFAULT_DEVICE.read().unwrap_or_else(|e| e.into_inner())
+    if let Some(d) = *DEFAULT_DEVICE.read().unwrap_or_else(|e| e.into_inner()) {
+        return d;
+    }
+    let wanted = match std::env::var("FERROX_DEFAULT_DEVICE").as_deref() {
+        Ok("cpu") => Device::CPU,
+        _ if is_available(Device::GPU) => Device::GPU,
+        _ => Device::CPU,
+    };
+    *DEFAULT_DEVICE.write().unwrap_or_else(|e| e.into_inner()).get_or_insert(wanted)
 }
 
 /// Whether a device exists on this machine.
 pub fn is_available(device: Device) -> bool {
-    crate::backend::dispatcher::backend(device).is_ok()
+    crate::backend::dispatcher::check_device(device).is_ok()
 }
 
 /// Makes `device` the default; fails if it is not available.
@@ -81,8 +92,25 @@ pub fn set_default_device(device: Device) -> Result<()> {
             msg: format!("{device} is not available on this machine."),
         });
     }
-    *DEFAULT_DEVICE.write().unwrap_or_else(|e| e.into_inner()) = device;
+    *DEFAULT_DEVICE.write().unwrap_or_else(|e| e.into_inner()) = Some(device);
     Ok(())
+}
+
+/// Waits until all work enqueued on `stream` has run (every stream of every
+/// device when `None`). CPU work runs at evaluation, so only GPU streams wait.
+pub fn synchronize(stream: Option<Stream>) -> Result<()> {
+    match stream {
+        #[cfg(feature = "cuda")]
+        Some(s) if s.device.kind == DeviceType::Gpu => {
+            crate::backend::dispatcher::check_device(s.device)?;
+            crate::backend::cuda::synchronize_stream(s.index)
+        }
+        Some(s) => crate::backend::dispatcher::check_device(s.device),
+        #[cfg(feature = "cuda")]
+        None => crate::backend::cuda::synchronize(),
+        #[cfg(not(feature = "cuda"))]
+        None => Ok(()),
+    }
 }
 
 /// The default stream of a device (stream 0 for the CPU, 1 for the first GPU).

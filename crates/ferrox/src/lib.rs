@@ -28,12 +28,13 @@ pub mod shape;
 pub mod transforms;
 
 pub use array::{Array, ArrayData};
-pub use device::{default_device, set_default_device, Device, DeviceType, Stream};
+pub use device::{default_device, set_default_device, synchronize, Device, DeviceType, Stream};
 pub use dtype::{Dtype, DtypeCategory};
 pub use element::{Element, Scalar};
 pub use error::{Error, Result};
 pub use memory::{
     clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory, set_cache_limit,
+    set_memory_limit,
 };
 pub use transforms::autodiff::{jvp, value_and_grad, vjp};
 pub use transforms::custom::{checkpoint, CustomFunction};

@@ -44,18 +44,52 @@ pub fn reset_peak_memory() {
     PEAK.store(ACTIVE.load(Ordering::Relaxed), Ordering::Relaxed);
 }
 
-/// Bytes held by freed buffers kept for reuse.
+/// Bytes held by freed buffers kept for reuse, on every device.
 pub fn get_cache_memory() -> usize {
-    crate::backend::cpu::cache::cache_memory()
+    let cpu = crate::backend::cpu::cache::cache_memory();
+    #[cfg(feature = "cuda")]
+    return cpu + crate::backend::cuda::cache_memory();
+    #[cfg(not(feature = "cuda"))]
+    cpu
 }
 
-/// Limits the bytes kept for reuse (default: a quarter of physical memory);
-/// returns the previous limit.
+/// Limits the bytes each device keeps for reuse (defaults: a quarter of
+/// physical memory on the CPU, the device's memory on the GPU); returns the
+/// previous CPU limit.
 pub fn set_cache_limit(limit: usize) -> usize {
+    #[cfg(feature = "cuda")]
+    crate::backend::cuda::set_cache_limit(limit);
     crate::backend::cpu::cache::set_cache_limit(limit)
 }
 
-/// Frees every buffer kept for reuse.
+/// Frees every buffer kept for reuse, on every device.
 pub fn clear_cache() {
-    crate::backend::cpu::cache::clear()
+    crate::backend::cpu::cache::clear();
+    #[cfg(feature = "cuda")]
+    let _ = crate::backend::cuda::clear_cache();
+}
+
+/// Limit set by [`set_memory_limit`]; 0 means each device's own size.
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Limits the bytes of live buffers on each device: an evaluation that would
+/// exceed it fails with an error instead of allocating. Returns the previous
+/// limit (by default the CPU's physical memory).
+pub fn set_memory_limit(limit: usize) -> usize {
+    let previous = memory_limit(physical_memory());
+    LIMIT.store(limit, Ordering::Relaxed);
+    previous
+}
+
+/// Whether [`set_memory_limit`] set a limit.
+pub(crate) fn limit_is_set() -> bool {
+    LIMIT.load(Ordering::Relaxed) != 0
+}
+
+/// The memory limit for a device of `device_memory` bytes.
+pub(crate) fn memory_limit(device_memory: usize) -> usize {
+    match LIMIT.load(Ordering::Relaxed) {
+        0 => device_memory,
+        l => l.min(device_memory),
+    }
 }

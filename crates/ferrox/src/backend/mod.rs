@@ -7,6 +7,8 @@
 //! backend never re-checks shapes or dtype rules.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod dispatcher;
 
 use crate::device::Device;
@@ -22,6 +24,9 @@ use cpu::CpuStorage;
 pub enum Storage {
     /// Host memory.
     Cpu(CpuStorage),
+    /// GPU memory.
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaStorage),
 }
 
 impl Storage {
@@ -29,6 +34,8 @@ impl Storage {
     pub fn dtype(&self) -> Dtype {
         match self {
             Storage::Cpu(s) => s.dtype(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.dtype(),
         }
     }
 
@@ -36,6 +43,8 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(_) => Device::CPU,
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => Device::GPU,
         }
     }
 }

@@ -98,6 +98,9 @@ impl Primitive for Binary {
     fn name(&self) -> &'static str {
         self.0.name()
     }
+    fn reads_host_scalars(&self) -> bool {
+        true
+    }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let shape = &outputs[0].shape;
         let (a, b) = (&inputs[0], &inputs[1]);

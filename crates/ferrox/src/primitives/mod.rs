@@ -52,6 +52,13 @@ pub trait Primitive: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether the backend accepts a single host element as an input in
+    /// place of device data (passed to the kernel by value), so that Python
+    /// scalars need no transfer to the GPU.
+    fn reads_host_scalars(&self) -> bool {
+        false
+    }
+
     /// Computes the outputs from evaluated inputs (already on `backend`'s device).
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>>;
 

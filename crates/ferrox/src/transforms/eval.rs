@@ -2,6 +2,7 @@
 
 use crate::array::{Array, ArrayData, Recipe};
 use crate::backend::dispatcher;
+use crate::device::Device;
 use crate::error::{Error, Result};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -55,17 +56,9 @@ fn run(recipe: &Recipe) -> Result<()> {
     if !recipe.primitive.is_view() {
         check_allocation(recipe)?;
     }
-    let device = recipe.stream.device;
-    let backend = dispatcher::backend(device)?;
-    let inputs = recipe
-        .inputs
-        .iter()
-        .map(|a| {
-            let data = a.ready_data().expect("inputs are computed before their consumers");
-            let (storage, layout) = dispatcher::ensure_on(device, &data.storage, &data.layout)?;
-            Ok(ArrayData { storage, layout })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let stream = recipe.stream;
+    let backend = dispatcher::backend(stream)?;
+    let inputs = recipe.inputs.iter().map(|a| input_on(recipe, a)).collect::<Result<Vec<_>>>()?;
     let outputs = recipe.primitive.eval(backend, &inputs, &recipe.outputs)?;
     let keep_recipe = crate::transforms::autodiff::is_tracing();
     for (node, data) in recipe.sibling_nodes().into_iter().zip(outputs) {
@@ -76,10 +69,38 @@ fn run(recipe: &Recipe) -> Result<()> {
     Ok(())
 }
 
-/// Refuses outputs larger than the machine's memory before allocating them
-/// (an allocation failure would otherwise abort the process).
+/// The data of input `a` on the recipe's device. Data from another device is
+/// moved once: the input then keeps the moved copy, so later consumers on
+/// that device find it there. A single host element feeding a primitive that
+/// takes scalars by value (a Python scalar in `x * 2`) is not moved at all.
+fn input_on(recipe: &Recipe, a: &Array) -> Result<ArrayData> {
+    let data = a.ready_data().expect("inputs are computed before their consumers");
+    let device = recipe.stream.device;
+    if data.storage.device() == device {
+        return Ok(data);
+    }
+    let one_element = data.layout.strides.iter().zip(&data.layout.shape).all(|(&s, &d)| s == 0 || d == 1);
+    if recipe.primitive.reads_host_scalars() && data.storage.device() == Device::CPU && one_element {
+        return Ok(data);
+    }
+    let (storage, layout) = dispatcher::ensure_on(recipe.stream, &data.storage, &data.layout)?;
+    let moved = ArrayData { storage, layout };
+    a.replace_data(moved.clone());
+    Ok(moved)
+}
+
+/// Refuses outputs larger than the device's memory (or the memory limit)
+/// before allocating them: an allocation failure would otherwise abort the
+/// process. GPU allocations are checked again by the device allocator.
 fn check_allocation(recipe: &Recipe) -> Result<()> {
-    let limit = crate::memory::physical_memory();
+    let device = recipe.stream.device;
+    let capacity = match device.kind {
+        #[cfg(feature = "cuda")]
+        crate::device::DeviceType::Gpu => crate::backend::cuda::device_memory().unwrap_or(0),
+        _ => crate::memory::physical_memory(),
+    };
+    let limit = crate::memory::memory_limit(capacity);
+    let mut total = 0usize;
     for out in &recipe.outputs {
         let bytes = out.shape.iter().try_fold(out.dtype.size(), |acc, &d| acc.checked_mul(d));
         if bytes.is_none_or(|b| b > limit) {
@@ -91,6 +112,16 @@ fn check_allocation(recipe: &Recipe) -> Result<()> {
                 ),
             });
         }
+        total += bytes.unwrap_or(0);
+    }
+    let active = crate::memory::get_active_memory();
+    if device == Device::CPU && crate::memory::limit_is_set() && active + total > limit {
+        return Err(Error::Device {
+            op: recipe.primitive.name(),
+            msg: format!(
+                "Attempting to allocate {total} bytes with {active} bytes in use would exceed the memory limit of {limit} bytes."
+            ),
+        });
     }
     Ok(())
 }

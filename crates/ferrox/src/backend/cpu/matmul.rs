@@ -1,5 +1,5 @@
 //! Batched matrix products. Floating types go through the `gemm` crate
-//! (f32, f64, f16, c64 natively; bf16 through f32); integer and bool types
+//! (f32, f64, c64 natively; f16 and bf16 through f32); integer and bool types
 //! use an exact row-streaming kernel.
 
 use super::elementwise::{cast_buffer, copy_buffer};
@@ -59,11 +59,17 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> CpuBuff
     let nd = la.ndim();
     let mut out_shape = la.shape.clone();
     out_shape[nd - 1] = lb.shape[nd - 1];
-    if let CpuBuffer::BF16(_) = a {
+    // Half floats accumulate in f32 (the gemm crate's f16 kernel
+    // accumulates in f16, which loses several bits over long sums).
+    if let CpuBuffer::BF16(_) | CpuBuffer::F16(_) = a {
         let a32 = cast_buffer(a, la, Dtype::F32);
         let b32 = cast_buffer(b, lb, Dtype::F32);
         let out = matmul(&a32, &Layout::contiguous(&la.shape), &b32, &Layout::contiguous(&lb.shape));
-        return cast_buffer(&out, &Layout::contiguous(&out_shape), Dtype::BF16);
+        return cast_buffer(
+            &out,
+            &Layout::contiguous(&out_shape),
+            if matches!(a, CpuBuffer::F16(_)) { Dtype::F16 } else { Dtype::BF16 },
+        );
     }
     let (a_copy, la) = contiguous_if_needed(a, la, gemm_readable(la));
     let (b_copy, lb) = contiguous_if_needed(b, lb, gemm_readable(lb));
@@ -73,7 +79,6 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> CpuBuff
     match (a, b) {
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(gemm_batched(x, &la, y, &lb, &g)),
         (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(gemm_batched(x, &la, y, &lb, &g)),
-        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(gemm_batched(x, &la, y, &lb, &g)),
         (CpuBuffer::C64(x), CpuBuffer::C64(y)) => CpuBuffer::C64(gemm_batched(x, &la, y, &lb, &g)),
         _ => {
             // Exact kernels want `b` rows contiguous.

@@ -29,6 +29,8 @@ pub struct CpuBackend;
 fn host(s: &Storage) -> &CpuBuffer {
     match s {
         Storage::Cpu(c) => c.buffer(),
+        #[cfg(feature = "cuda")]
+        Storage::Cuda(_) => unreachable!("the scheduler moves every input to the CPU before a CPU kernel runs"),
     }
 }
 

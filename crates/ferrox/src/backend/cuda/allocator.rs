@@ -1,0 +1,219 @@
+//! The caching device allocator.
+//!
+//! `cuMemAlloc` and `cuMemFree` synchronize and cost tens of microseconds, so
+//! freed buffers are kept in size buckets and handed out again. A cached
+//! buffer is reused only on the stream it was last written on: stream order
+//! then guarantees that earlier kernels finished with it. Readers on other
+//! streams are recorded, and freeing such a buffer makes its home stream
+//! wait for them first.
+
+use super::device::{driver_error, gpu};
+use super::stream::{synchronize_all, GpuStream};
+use crate::error::{Error, Result};
+use crate::memory;
+use cudarc::driver::{result, sys};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Buffers up to this size are rounded to 512 bytes, larger ones to 2 MiB.
+const SMALL: usize = 1 << 20;
+
+/// A device allocation; returns to the cache when dropped.
+#[derive(Debug)]
+pub(crate) struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    size: usize,
+    home: Arc<GpuStream>,
+    readers: Mutex<Vec<Arc<GpuStream>>>,
+}
+
+/// A cached buffer and the stream it was last written on.
+type FreeBuffer = (sys::CUdeviceptr, Arc<GpuStream>);
+
+#[derive(Default)]
+struct Pool {
+    /// Free buffers by (stream index, bucket size).
+    free: HashMap<(usize, usize), Vec<FreeBuffer>>,
+    /// Bytes in `free`.
+    cached: usize,
+    /// Bytes handed out and not yet returned.
+    active: usize,
+}
+
+static POOL: Mutex<Option<Pool>> = Mutex::new(None);
+/// Cache limit in bytes; `usize::MAX` means "the device's memory".
+static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
+    let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    f(guard.get_or_insert_with(Pool::default))
+}
+
+/// The bucket a request of `bytes` is served from.
+fn bucket(bytes: usize) -> usize {
+    if bytes <= SMALL {
+        bytes.max(1).next_multiple_of(512)
+    } else {
+        bytes.next_multiple_of(2 << 20)
+    }
+}
+
+/// A buffer of at least `bytes` bytes whose first use is on `stream`.
+pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBuffer> {
+    let dev = gpu()?;
+    let size = bucket(bytes);
+    let reused = with_pool(|p| {
+        let ptr = p.free.get_mut(&(stream.index, size)).and_then(|v| v.pop()).map(|(ptr, _)| ptr);
+        if ptr.is_some() {
+            p.cached -= size;
+            p.active += size;
+        }
+        ptr
+    });
+    let ptr = match reused {
+        Some(ptr) => ptr,
+        None => {
+            let limit = memory::memory_limit(dev.total_memory);
+            let over = || with_pool(|p| p.active + size > limit);
+            if over() {
+                clear_cache()?;
+                if over() {
+                    return Err(Error::Device {
+                        op: "allocate",
+                        msg: format!(
+                            "Attempting to allocate {bytes} bytes on the GPU, which would exceed the memory limit of {limit} bytes ({} bytes in use).",
+                            with_pool(|p| p.active)
+                        ),
+                    });
+                }
+            }
+            // SAFETY: plain device allocation in the current context.
+            let ptr = match unsafe { result::malloc_sync(size) } {
+                Ok(ptr) => ptr,
+                Err(_) => {
+                    // Give the cache back to the driver and try once more.
+                    clear_cache()?;
+                    unsafe { result::malloc_sync(size) }.map_err(|e| Error::Device {
+                        op: "allocate",
+                        msg: format!("Out of GPU memory allocating {bytes} bytes ({e:?})."),
+                    })?
+                }
+            };
+            with_pool(|p| p.active += size);
+            ptr
+        }
+    };
+    memory::on_alloc(size);
+    Ok(DeviceBuffer { ptr, size, home: stream.clone(), readers: Mutex::new(Vec::new()) })
+}
+
+impl DeviceBuffer {
+    /// The device address of the first byte.
+    pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// The stream that wrote this buffer.
+    pub(crate) fn home(&self) -> &Arc<GpuStream> {
+        &self.home
+    }
+
+    /// Orders `consumer` after the writer of this buffer and remembers it as
+    /// a reader, so that freeing waits for it.
+    pub(crate) fn read_on(&self, consumer: &Arc<GpuStream>) -> Result<()> {
+        if consumer.index == self.home.index {
+            return Ok(());
+        }
+        consumer.wait_for(&self.home)?;
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if !readers.iter().any(|r| r.index == consumer.index) {
+            readers.push(consumer.clone());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        memory::on_free(self.size);
+        let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for r in &readers {
+            // Work enqueued later on the home stream (which may reuse this
+            // buffer) waits for the readers; if that fails, drop the buffer
+            // to the driver after a full synchronization instead of caching it.
+            if self.home.wait_for(r).is_err() {
+                let _ = synchronize_all();
+                // SAFETY: all streams are idle; the pointer came from cuMemAlloc.
+                let _ = unsafe { result::free_sync(self.ptr) };
+                with_pool(|p| p.active -= self.size);
+                return;
+            }
+        }
+        let over_limit = with_pool(|p| {
+            p.active -= self.size;
+            p.cached += self.size;
+            p.free.entry((self.home.index, self.size)).or_default().push((self.ptr, self.home.clone()));
+            p.cached > cache_limit()
+        });
+        if over_limit {
+            let _ = trim_cache(cache_limit());
+        }
+    }
+}
+
+fn cache_limit() -> usize {
+    match CACHE_LIMIT.load(Ordering::Relaxed) {
+        usize::MAX => gpu().map(|d| d.total_memory).unwrap_or(usize::MAX),
+        l => l,
+    }
+}
+
+/// Frees cached buffers until at most `keep` bytes stay cached.
+fn trim_cache(keep: usize) -> Result<()> {
+    let victims = with_pool(|p| {
+        let mut victims = Vec::new();
+        let mut keys: Vec<(usize, usize)> = p.free.keys().copied().collect();
+        keys.sort_by_key(|k| std::cmp::Reverse(k.1));
+        for key in keys {
+            while p.cached > keep {
+                let Some(entry) = p.free.get_mut(&key).and_then(|v| v.pop()) else { break };
+                p.cached -= key.1;
+                victims.push(entry);
+            }
+        }
+        p.free.retain(|_, v| !v.is_empty());
+        victims
+    });
+    for (ptr, home) in victims {
+        // Kernels enqueued before the buffer was cached may still use it.
+        home.synchronize()?;
+        // SAFETY: the buffer is idle and was allocated by cuMemAlloc.
+        unsafe { result::free_sync(ptr) }.map_err(driver_error("clear_cache"))?;
+    }
+    Ok(())
+}
+
+/// Bytes held in the cache.
+pub(crate) fn cache_memory() -> usize {
+    with_pool(|p| p.cached)
+}
+
+/// Sets the cache limit; returns the previous one.
+pub(crate) fn set_cache_limit(limit: usize) -> usize {
+    let previous = cache_limit();
+    CACHE_LIMIT.store(limit, Ordering::Relaxed);
+    if cache_memory() > limit {
+        let _ = trim_cache(limit);
+    }
+    previous
+}
+
+/// Returns every cached buffer to the driver.
+pub(crate) fn clear_cache() -> Result<()> {
+    if with_pool(|p| p.cached) == 0 {
+        return Ok(());
+    }
+    synchronize_all()?;
+    trim_cache(0)
+}

@@ -1,0 +1,109 @@
+//! Launching kernels: argument packing, the strided-layout parameter blocks
+//! the kernels take by value, and grid sizing.
+
+use super::device::{driver_error, gpu};
+use super::kernels::{function, Family};
+use super::stream::GpuStream;
+use crate::dtype::Dtype;
+use crate::error::{Error, Result};
+use crate::shape::collapse_dims;
+use cudarc::driver::result;
+use std::any::Any;
+use std::ffi::c_void;
+
+/// Most dimensions a strided kernel takes (after merging contiguous ones).
+pub(crate) const MAX_DIMS: usize = 8;
+
+/// Shape plus `K` stride vectors, laid out as the kernels' `StridedK` structs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Strided<const K: usize> {
+    ndim: i64,
+    shape: [i64; MAX_DIMS],
+    strides: [[i64; MAX_DIMS]; K],
+}
+
+impl<const K: usize> Strided<K> {
+    /// Packs `shape` with one stride vector per operand, merging dimensions
+    /// that are contiguous in all of them first.
+    pub(crate) fn new(op: &'static str, shape: &[usize], strides: [&[isize]; K]) -> Result<Strided<K>> {
+        let (shape, strides) = collapse_dims(shape, strides);
+        if shape.len() > MAX_DIMS {
+            return Err(Error::Device {
+                op,
+                msg: format!(
+                    "the GPU kernels take at most {MAX_DIMS} non-mergeable dimensions; this layout has {}.",
+                    shape.len()
+                ),
+            });
+        }
+        let mut out = Strided { ndim: shape.len() as i64, shape: [0; MAX_DIMS], strides: [[0; MAX_DIMS]; K] };
+        for (d, &n) in shape.iter().enumerate() {
+            out.shape[d] = n as i64;
+            for (dst, src) in out.strides.iter_mut().zip(&strides) {
+                dst[d] = src[d] as i64;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A kernel's argument list; each value is boxed so its address is stable
+/// until the launch has copied it.
+#[derive(Default)]
+pub(crate) struct Args {
+    keep: Vec<Box<dyn Any>>,
+    ptrs: Vec<*mut c_void>,
+}
+
+impl Args {
+    /// An empty list.
+    pub(crate) fn new() -> Args {
+        Args::default()
+    }
+
+    /// Appends one argument passed by value.
+    pub(crate) fn arg<T: Copy + 'static>(mut self, value: T) -> Args {
+        let boxed = Box::new(value);
+        self.ptrs.push(&*boxed as *const T as *mut c_void);
+        self.keep.push(boxed);
+        self
+    }
+}
+
+/// Threads per block of the one-dimensional kernels.
+pub(crate) const BLOCK: u32 = 256;
+
+/// A grid of `BLOCK`-thread blocks covering `n` items at `per_thread` items
+/// per thread, capped at a few waves (the kernels loop over the rest).
+/// Suits kernels with real work per element.
+pub(crate) fn grid_for(n: usize, per_thread: usize) -> Result<u32> {
+    let sms = gpu()?.sm_count as usize;
+    let blocks = n.div_ceil(BLOCK as usize * per_thread.max(1));
+    Ok(blocks.clamp(1, sms * 64) as u32)
+}
+
+/// A grid with one thread per `per_thread` items: best for light,
+/// memory-bound kernels (measured on an H200: a f32 add or exp over 256M
+/// elements runs about 5% faster than with a capped grid).
+pub(crate) fn grid_full(n: usize, per_thread: usize) -> u32 {
+    n.div_ceil(BLOCK as usize * per_thread.max(1)).clamp(1, i32::MAX as usize) as u32
+}
+
+/// Launches kernel `name` of `family`'s module for `dtype` on `stream`.
+pub(crate) fn launch(
+    family: Family,
+    dtype: Dtype,
+    name: &str,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    stream: &GpuStream,
+    mut args: Args,
+) -> Result<()> {
+    let f = function(family, dtype, name)?;
+    // SAFETY: the argument list matches the kernel's signature (each caller
+    // mirrors the ABI documented in the kernel file) and the buffers the
+    // pointers name stay alive until the stream has run the kernel (they are
+    // freed into a cache reused only in stream order).
+    unsafe { result::launch_kernel(f, grid, block, 0, stream.raw, &mut args.ptrs) }.map_err(driver_error("launch"))
+}

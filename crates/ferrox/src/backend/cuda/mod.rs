@@ -1,0 +1,283 @@
+//! The CUDA backend: NVRTC-compiled kernels (sources in `kernels/`),
+//! cuBLASLt matrix products, a caching allocator, and one CUDA stream per
+//! ferrox stream. The driver, NVRTC and cuBLASLt are loaded at run time, so
+//! a build with this backend runs on machines without any of them (where
+//! [`is_available`] is false).
+//!
+//! Work is enqueued asynchronously; reading an array on the host waits for
+//! the stream that wrote it.
+
+mod allocator;
+pub mod compiler;
+mod creation;
+mod device;
+mod elementwise;
+pub mod kernels;
+mod launch;
+mod matmul;
+mod reduce;
+mod scatter;
+mod storage;
+mod stream;
+
+pub use device::is_available;
+pub use matmul::set_allow_tf32;
+pub use storage::CudaStorage;
+
+use super::cpu::CpuStorage;
+use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, Storage, UnaryOp};
+use crate::device::Device;
+use crate::dtype::Dtype;
+use crate::element::Scalar;
+use crate::error::{Error, Result};
+use crate::shape::Layout;
+use cudarc::driver::sys;
+use device::{driver_error, gpu};
+use elementwise::{FillValue, Operand};
+use std::sync::{Arc, Mutex};
+use stream::GpuStream;
+
+/// The GPU backend bound to one stream: every kernel it launches is
+/// enqueued on that stream.
+#[derive(Debug)]
+pub struct CudaBackend {
+    stream: Arc<GpuStream>,
+}
+
+static BACKENDS: Mutex<Vec<(usize, &'static CudaBackend)>> = Mutex::new(Vec::new());
+
+/// The backend that enqueues on ferrox stream `index` of the GPU.
+pub(crate) fn backend_for(index: usize) -> Result<&'static CudaBackend> {
+    let mut all = BACKENDS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, b)) = all.iter().find(|(i, _)| *i == index) {
+        return Ok(b);
+    }
+    let b: &'static CudaBackend = Box::leak(Box::new(CudaBackend { stream: stream::stream(index)? }));
+    all.push((index, b));
+    Ok(b)
+}
+
+/// Waits until all work enqueued on ferrox stream `index` has run.
+pub(crate) fn synchronize_stream(index: usize) -> Result<()> {
+    stream::stream(index)?.synchronize()
+}
+
+/// Waits until all GPU work enqueued so far has run.
+pub fn synchronize() -> Result<()> {
+    if !is_available() {
+        return Ok(());
+    }
+    stream::synchronize_all()
+}
+
+/// The GPU's name, e.g. "NVIDIA H200", if there is one.
+pub fn device_name() -> Option<String> {
+    gpu().ok().map(|d| d.name.clone())
+}
+
+/// Bytes of GPU memory, if there is a GPU.
+pub fn device_memory() -> Option<usize> {
+    gpu().ok().map(|d| d.total_memory)
+}
+
+/// Bytes held in the GPU buffer cache.
+pub(crate) fn cache_memory() -> usize {
+    if is_available() {
+        allocator::cache_memory()
+    } else {
+        0
+    }
+}
+
+/// Sets the GPU buffer cache limit; returns the previous one.
+pub(crate) fn set_cache_limit(limit: usize) -> usize {
+    if is_available() {
+        allocator::set_cache_limit(limit)
+    } else {
+        0
+    }
+}
+
+/// Frees every cached GPU buffer.
+pub(crate) fn clear_cache() -> Result<()> {
+    if is_available() {
+        allocator::clear_cache()
+    } else {
+        Ok(())
+    }
+}
+
+fn device_of(s: &Storage) -> Option<&CudaStorage> {
+    match s {
+        Storage::Cuda(c) => Some(c),
+        Storage::Cpu(_) => None,
+    }
+}
+
+impl CudaBackend {
+    /// The device data of an input, with this stream ordered after its writer.
+    fn input<'a>(&self, s: &'a Storage) -> Result<&'a CudaStorage> {
+        let c = device_of(s).ok_or_else(|| Error::Device {
+            op: "gpu",
+            msg: "internal error: a GPU kernel was given host data".into(),
+        })?;
+        c.buffer().read_on(&self.stream)?;
+        Ok(c)
+    }
+
+    /// A binary operand: device data, or one host element passed by value.
+    fn operand<'a>(&self, s: &'a Storage, l: &Layout) -> Result<Operand<'a>> {
+        match s {
+            Storage::Cuda(_) => Ok(Operand::Device(self.input(s)?)),
+            Storage::Cpu(h) => {
+                let size = h.dtype().size();
+                let at = l.offset * size;
+                Ok(Operand::Host(FillValue::from_bytes(&h.bytes()[at..at + size])))
+            }
+        }
+    }
+}
+
+fn wrap(c: CudaStorage) -> Result<Storage> {
+    Ok(Storage::Cuda(c))
+}
+
+/// Copies `n` elements of `dtype` starting at device address `src` into new
+/// host storage, after the work on `stream` so far.
+fn download(stream: &GpuStream, src: sys::CUdeviceptr, dtype: Dtype, n: usize) -> Result<CpuStorage> {
+    let mut bytes = vec![0u8; n * dtype.size()];
+    if n > 0 {
+        let err = driver_error("to_host");
+        // SAFETY: `bytes` is a live host buffer of the copied size, `src`
+        // a live device range; the stream is synchronized before returning.
+        unsafe {
+            sys::cuMemcpyDtoHAsync_v2(bytes.as_mut_ptr() as *mut _, src, bytes.len(), stream.raw)
+                .result()
+                .map_err(&err)?;
+        }
+        stream.synchronize()?;
+    }
+    Ok(CpuStorage::from_bytes(dtype, &bytes))
+}
+
+impl Backend for CudaBackend {
+    fn device(&self) -> Device {
+        Device::GPU
+    }
+
+    fn upload(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage> {
+        let dense;
+        let (host, offset) = if layout.is_row_contiguous() {
+            (host, layout.offset)
+        } else {
+            dense = CpuStorage::new(super::cpu::elementwise::copy_buffer(host.buffer(), layout));
+            (&dense, 0)
+        };
+        let dtype = host.dtype();
+        let n = layout.size();
+        let out = CudaStorage::alloc(dtype, n, &self.stream)?;
+        if n > 0 {
+            let bytes = &host.bytes()[offset * dtype.size()..(offset + n) * dtype.size()];
+            // SAFETY: the source is staged by the driver before the call
+            // returns (pageable memory); the destination is a live buffer.
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(out.ptr_at(0), bytes.as_ptr() as *const _, bytes.len(), self.stream.raw)
+            }
+            .result()
+            .map_err(driver_error("upload"))?;
+        }
+        wrap(out)
+    }
+
+    fn to_host(&self, storage: &Storage, layout: &Layout) -> Result<CpuStorage> {
+        let x = device_of(storage).ok_or_else(|| Error::invalid("to_host", "storage is not on the GPU"))?;
+        let home = x.buffer().home().clone();
+        if layout.is_row_contiguous() {
+            return download(&home, x.ptr_at(layout.offset), x.dtype(), layout.size());
+        }
+        let dense = elementwise::copy(&home, x, layout, x.dtype())?;
+        download(&home, dense.ptr_at(0), x.dtype(), layout.size())
+    }
+
+    fn full(&self, value: Scalar, dtype: Dtype, n: usize) -> Result<Storage> {
+        let one = CpuStorage::new(super::cpu::creation::full(value, dtype, 1));
+        wrap(elementwise::fill(&self.stream, FillValue::from_bytes(one.bytes()), dtype, n)?)
+    }
+
+    fn arange(&self, start: f64, step: f64, n: usize, dtype: Dtype) -> Result<Storage> {
+        wrap(creation::arange(&self.stream, start, step, n, dtype)?)
+    }
+
+    fn eye(&self, n: usize, m: usize, k: isize, dtype: Dtype) -> Result<Storage> {
+        wrap(creation::eye(&self.stream, n, m, k, dtype)?)
+    }
+
+    fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
+        wrap(elementwise::copy(&self.stream, self.input(x)?, layout, dtype)?)
+    }
+
+    fn unary(&self, op: UnaryOp, x: &Storage, layout: &Layout) -> Result<Storage> {
+        wrap(elementwise::unary(&self.stream, op, self.input(x)?, layout)?)
+    }
+
+    fn binary(&self, op: BinaryOp, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
+        let dt = a.dtype();
+        let (oa, ob) = (self.operand(a, la)?, self.operand(b, lb)?);
+        wrap(elementwise::binary(&self.stream, op, dt, oa, la, ob, lb)?)
+    }
+
+    fn select(
+        &self,
+        cond: &Storage,
+        lc: &Layout,
+        x: &Storage,
+        lx: &Layout,
+        y: &Storage,
+        ly: &Layout,
+    ) -> Result<Storage> {
+        let (c, x, y) = (self.input(cond)?, self.input(x)?, self.input(y)?);
+        wrap(elementwise::select(&self.stream, c, lc, x, lx, y, ly)?)
+    }
+
+    fn reduce(&self, op: ReduceOp, x: &Storage, layout: &Layout, axes: &[usize], out_dtype: Dtype) -> Result<Storage> {
+        wrap(reduce::reduce(&self.stream, op, self.input(x)?, layout, axes, out_dtype)?)
+    }
+
+    fn arg_reduce(&self, op: ArgReduceOp, x: &Storage, layout: &Layout, axis: usize) -> Result<Storage> {
+        wrap(reduce::arg_reduce(&self.stream, op, self.input(x)?, layout, axis)?)
+    }
+
+    fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
+        wrap(matmul::matmul(&self.stream, self.input(a)?, la, self.input(b)?, lb)?)
+    }
+
+    fn slice_update(
+        &self,
+        base: &Storage,
+        lb: &Layout,
+        update: &Storage,
+        lu: &Layout,
+        window: &Layout,
+    ) -> Result<Storage> {
+        wrap(scatter::slice_update(&self.stream, self.input(base)?, lb, self.input(update)?, lu, window)?)
+    }
+
+    fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage> {
+        let inputs = inputs.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
+        wrap(scatter::concatenate(&self.stream, &inputs, axis, out_shape)?)
+    }
+}
+
+/// Compiles every kernel module for `arch` (e.g. "sm_90") with NVRTC and
+/// returns how many compiled; needs NVRTC but no GPU. The CI check uses it
+/// so that a kernel that does not compile fails the build's tests.
+pub fn compile_all(arch: &str) -> std::result::Result<usize, String> {
+    let modules = kernels::all_modules();
+    let errors: Vec<String> =
+        modules.iter().filter_map(|(name, src)| compiler::compile(name, src, arch).err()).collect();
+    if errors.is_empty() {
+        Ok(modules.len())
+    } else {
+        Err(errors.join("\n\n"))
+    }
+}

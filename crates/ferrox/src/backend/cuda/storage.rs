@@ -1,0 +1,50 @@
+//! Device storage of one array buffer.
+
+use super::allocator::{allocate, DeviceBuffer};
+use super::stream::GpuStream;
+use crate::dtype::Dtype;
+use crate::error::Result;
+use cudarc::driver::sys;
+use std::sync::Arc;
+
+/// A typed buffer in GPU memory. Kernels write it once, on the stream that
+/// allocated it; later readers are ordered after that write.
+#[derive(Debug)]
+pub struct CudaStorage {
+    buffer: DeviceBuffer,
+    dtype: Dtype,
+    len: usize,
+}
+
+impl CudaStorage {
+    /// Uninitialised storage for `len` elements of `dtype`, written on `stream`.
+    pub(crate) fn alloc(dtype: Dtype, len: usize, stream: &Arc<GpuStream>) -> Result<CudaStorage> {
+        let buffer = allocate(len * dtype.size(), stream)?;
+        Ok(CudaStorage { buffer, dtype, len })
+    }
+
+    /// The stored dtype.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Device address of element `offset`.
+    pub(crate) fn ptr_at(&self, offset: usize) -> sys::CUdeviceptr {
+        self.buffer.ptr() + (offset * self.dtype.size()) as u64
+    }
+
+    /// The underlying allocation (for stream ordering).
+    pub(crate) fn buffer(&self) -> &DeviceBuffer {
+        &self.buffer
+    }
+}

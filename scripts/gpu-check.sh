@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Re-verifies the CUDA backend on a GPU machine: installs the ferrox wheel
+# built on the development machine, runs the whole Python test suite (each
+# test once per device, the GPU as default in the GPU runs), then the GPU
+# benchmarks. Logs go to $OUT (or ./gpu-check-logs); a summary prints last.
+#
+# Build first, on a machine with Rust:   maturin build --release
+# Then on the GPU machine, from the repository root:
+#   bash scripts/gpu-check.sh [path/to/ferrox-*.whl]
+#
+# Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
+# and PYTEST_ARGS to pass extra pytest arguments.
+set -uo pipefail
+
+OUT=${OUT:-$PWD/gpu-check-logs}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1
+export FERROX_KERNEL_CACHE=${FERROX_KERNEL_CACHE:-/tmp/ferrox-kernels}
+
+wheel=${1:-$(ls -t target/wheels/ferrox-*.whl 2>/dev/null | head -1)}
+if [ -z "$wheel" ] || [ ! -f "$wheel" ]; then
+    echo "no ferrox wheel found: build one with 'maturin build --release'" >&2
+    exit 2
+fi
+site=/tmp/ferrox-site
+rm -rf "$site"
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" || exit 2
+export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+
+python3 - <<'PY' | tee "$OUT/device.log"
+import ferrox as fx
+print("ferrox sees a GPU:", fx.cuda.is_available(), fx.cuda.device_name())
+assert fx.cuda.is_available(), "ferrox found no GPU"
+PY
+[ "${PIPESTATUS[0]}" -eq 0 ] || exit 3
+
+status=0
+if [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
+    t0=$(date +%s)
+    python3 -m pytest python/tests -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.log"
+    status=${PIPESTATUS[0]}
+    echo "pytest: exit $status in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.log"
+fi
+if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
+    python3 benches/gpu_ops.py 2>&1 | tee "$OUT/gpu_ops.log"
+    python3 benches/autodiff.py 2>&1 | tee "$OUT/autodiff.log"
+fi
+
+echo "==== summary ===="
+tail -n 3 "$OUT/pytest.log" 2>/dev/null
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" 2>/dev/null | grep -v "^$"
+exit "$status"
