@@ -73,27 +73,62 @@ def _argnums(argnums: Union[None, int, Sequence[int]], nargs: int, what: str) ->
     return sorted(nums), single
 
 
-def value_and_grad(fun: Callable, argnums: Union[None, int, Sequence[int]] = None) -> Callable:
+def _argnames(argnames: Union[str, Sequence[str]], what: str) -> List[str]:
+    """``argnames`` as a list of keyword names."""
+    names = [argnames] if isinstance(argnames, str) else list(argnames)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"[{what}] argnames must be a string or a sequence of strings.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"[{what}] Duplicate argument name in argnames {tuple(names)} is not allowed.")
+    return names
+
+
+def value_and_grad(
+    fun: Callable,
+    argnums: Union[None, int, Sequence[int]] = None,
+    argnames: Union[str, Sequence[str]] = (),
+) -> Callable:
     """Returns a function computing ``fun``'s value and the gradient of its
     first output (a scalar loss; other outputs are auxiliary) with respect
-    to the arguments in ``argnums`` (default 0)."""
+    to the positional arguments in ``argnums`` (default 0, or none when
+    ``argnames`` is given) and the keyword arguments named in ``argnames``.
+    With ``argnames`` the gradient is ``(positional_grads, {name: grad})``."""
+    names = _argnames(argnames, "value_and_grad")
 
     def wrapper(*args, **kwargs):
-        nums, single = _argnums(argnums, len(args), "value_and_grad")
+        if argnums is None and names:
+            nums, single = [], False
+        elif isinstance(argnums, (list, tuple)) and not argnums and names:
+            nums, single = [], False
+        else:
+            nums, single = _argnums(argnums, len(args), "value_and_grad")
+        for name in names:
+            if name not in kwargs:
+                raise ValueError(
+                    f"[value_and_grad] Can't compute the gradient of argument {name} because the function "
+                    "is called without it."
+                )
+        # Differentiated inputs: the positional ones, then the named ones.
+        targets = [("pos", n, args[n]) for n in nums] + [("kw", k, kwargs[k]) for k in names]
         flat, structs, counts = [], [], []
-        for n in nums:
-            leaves, st = _flatten(args[n], "value_and_grad")
+        for _, _, value in targets:
+            leaves, st = _flatten(value, "value_and_grad")
             flat += leaves
             structs.append(st)
             counts.append(len(leaves))
         returned = []
 
         def flat_fun(leaves):
-            new_args, at = list(args), 0
-            for n, st, c in zip(nums, structs, counts):
-                new_args[n] = _unflatten(leaves[at : at + c], st)
+            new_args, new_kwargs, at = list(args), dict(kwargs), 0
+            for (kind, key, _), st, c in zip(targets, structs, counts):
+                value = _unflatten(leaves[at : at + c], st)
+                if kind == "pos":
+                    new_args[key] = value
+                else:
+                    new_kwargs[key] = value
                 at += c
-            out = fun(*new_args, **kwargs)
+            out = fun(*new_args, **new_kwargs)
             returned.append(out)
             # The loss is the output or the first entry of a tuple/list; the
             # rest (anything) is auxiliary and returned as it is.
@@ -108,19 +143,31 @@ def value_and_grad(fun: Callable, argnums: Union[None, int, Sequence[int]] = Non
         outs, grads = _core._value_and_grad(flat_fun, flat, list(range(len(flat))))
         out = returned[-1]
         value = outs[0] if isinstance(out, array) else type(out)([outs[0], *out[1:]])
-        per_arg, at = [], 0
+        per_target, at = [], 0
         for s, c in zip(structs, counts):
-            per_arg.append(_unflatten(grads[at : at + c], s))
+            per_target.append(_unflatten(grads[at : at + c], s))
             at += c
-        return value, (per_arg[0] if single else tuple(per_arg))
+        positional = per_target[: len(nums)]
+        if single:
+            positional = positional[0]
+        else:
+            positional = tuple(positional) if nums else None
+        if not names:
+            return value, positional
+        return value, (positional, dict(zip(names, per_target[len(nums) :])))
 
     return wrapper
 
 
-def grad(fun: Callable, argnums: Union[None, int, Sequence[int]] = None) -> Callable:
+def grad(
+    fun: Callable,
+    argnums: Union[None, int, Sequence[int]] = None,
+    argnames: Union[str, Sequence[str]] = (),
+) -> Callable:
     """Returns a function computing the gradient of ``fun``'s scalar output
-    with respect to the arguments in ``argnums`` (default 0)."""
-    vg = value_and_grad(fun, argnums)
+    with respect to the arguments in ``argnums`` (default 0) and the keyword
+    arguments named in ``argnames`` (see ``value_and_grad``)."""
+    vg = value_and_grad(fun, argnums, argnames)
 
     def wrapper(*args, **kwargs):
         return vg(*args, **kwargs)[1]

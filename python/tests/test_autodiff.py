@@ -1233,3 +1233,45 @@ def test_exception_from_op_inside_fun_propagates():
     with pytest.raises(ValueError) as traced:
         fx.grad(bad)(x)
     assert str(traced.value) == str(direct.value)
+
+
+# --------------------------------------------------------------------------
+# argnames: gradients with respect to keyword arguments (MLX's form)
+# --------------------------------------------------------------------------
+
+
+def test_argnames_only_keyword_gradients():
+    def f(x, *, w):
+        return (x * w * w).sum()
+
+    x, w = fx.array([1.0, 2.0]), fx.array([3.0, 4.0])
+    pos, kw = fx.grad(f, argnames="w")(x, w=w)
+    assert pos is None
+    assert kw.keys() == {"w"}
+    assert kw["w"].tolist() == [6.0, 16.0]  # 2 * x * w
+
+
+def test_argnames_with_argnums_and_trees():
+    def f(x, scale=1.0, params=None):
+        return (scale * x * params["a"] + params["b"][0]).sum()
+
+    x = fx.array([1.0, 2.0])
+    params = {"a": fx.array([3.0, 5.0]), "b": [fx.array([7.0, 7.0])]}
+    value, (gx, kw) = fx.value_and_grad(f, argnums=0, argnames=["params"])(x, scale=2.0, params=params)
+    assert value.item() == 2 * (3 + 10) + 14
+    assert gx.tolist() == [6.0, 10.0]
+    assert kw["params"]["a"].tolist() == [2.0, 4.0]
+    assert kw["params"]["b"][0].tolist() == [1.0, 1.0]
+    # Two positional argnums give a tuple beside the keyword dict.
+    (g0, g1), kw = fx.grad(lambda a, b, c: (a * b * c).sum(), argnums=(0, 1), argnames="c")(x, x, c=x)
+    assert g0.tolist() == [1.0, 4.0] and g1.tolist() == [1.0, 4.0] and kw["c"].tolist() == [1.0, 4.0]
+
+
+def test_argnames_errors():
+    f = fx.grad(lambda x, w=None: (x * w).sum(), argnames="w")
+    with pytest.raises(ValueError, match="called without it"):
+        f(fx.ones((2,)))
+    with pytest.raises(TypeError, match="argnames"):
+        fx.grad(lambda x: x.sum(), argnames=[1])(fx.ones((2,)))
+    with pytest.raises(ValueError, match="Duplicate"):
+        fx.grad(lambda x: x.sum(), argnames=["w", "w"])

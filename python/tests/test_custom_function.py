@@ -75,7 +75,7 @@ def test_multiple_outputs_pass_tuples_to_the_rule():
     assert fx.grad(loss)(fx.array([1.0])).tolist() == [2.0]
 
 
-def test_errors_in_rules_surface_as_value_errors():
+def test_errors_in_rules_keep_their_type():
     @fx.custom_function
     def f(x):
         return x
@@ -84,8 +84,26 @@ def test_errors_in_rules_surface_as_value_errors():
     def _(primals, cotangent, output):
         raise RuntimeError("boom")
 
-    with pytest.raises(ValueError, match="boom"):
+    @f.jvp
+    def _(primals, tangents):
+        raise KeyError("jvp rule")
+
+    with pytest.raises(RuntimeError, match="boom"):
         fx.grad(lambda v: f(v).sum())(fx.array([1.0]))
+    with pytest.raises(KeyError, match="jvp rule"):
+        fx.jvp(f, [fx.array([1.0])], [fx.array([1.0])])
+    # A later, unrelated error is not confused with the carried exception.
+    with pytest.raises(ValueError, match="broadcast"):
+        fx.ones((2,)) + fx.ones((3,))
+
+
+def test_errors_in_the_forward_function_keep_their_type():
+    @fx.custom_function
+    def f(x):
+        raise ZeroDivisionError("forward")
+
+    with pytest.raises(ZeroDivisionError, match="forward"):
+        f(fx.array([1.0]))
 
 
 def test_checkpoint_matches_plain_gradients():

@@ -3,10 +3,32 @@
 use ferrox::Error;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::PyErr;
+use std::cell::RefCell;
+
+thread_local! {
+    /// A Python exception raised inside a callback that the Rust core called
+    /// (a custom_function rule), with the message of the ferrox error that
+    /// carries it out of the core.
+    static PENDING: RefCell<Option<(String, PyErr)>> = const { RefCell::new(None) };
+}
+
+/// Wraps a Python exception raised in a callback as a ferrox error for
+/// `op`; when that error reaches Python, the original exception (its type
+/// and traceback) is raised instead.
+pub fn from_py_callback(op: &'static str, e: PyErr) -> Error {
+    let err = Error::invalid(op, e.to_string());
+    PENDING.with(|p| *p.borrow_mut() = Some((err.to_string(), e)));
+    err
+}
 
 /// Converts a ferrox error into the matching Python exception.
 pub fn to_py(err: Error) -> PyErr {
     let msg = err.to_string();
+    if let Some((carried, original)) = PENDING.with(|p| p.borrow_mut().take()) {
+        if carried == msg {
+            return original;
+        }
+    }
     match err {
         Error::IndexOutOfRange { .. } | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),

@@ -112,9 +112,10 @@ fn _vmap<'py>(
     wrap_list(py, outs)
 }
 
-/// A Python exception raised by a custom rule, as a ferrox error.
+/// A Python exception raised by a custom rule, as a ferrox error that turns
+/// back into the original exception at the Python boundary.
 fn rule_error(e: PyErr) -> Error {
-    Error::invalid("custom_function", e.to_string())
+    crate::errors::from_py_callback("custom_function", e)
 }
 
 fn to_arrays(py: Python<'_>, obj: &PyObject, what: &str) -> ferrox::Result<Vec<Array>> {

@@ -59,8 +59,10 @@ pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout
     let args = Args::new().arg(x.ptr_at(l.offset)).arg(out.ptr_at(0)).arg(n as i64);
     if l.is_row_contiguous() {
         // Heavy math in half or double precision keeps threads busy long
-        // enough that fewer, looping blocks win (measured on an H200).
-        let heavy = op.is_transcendental() && dt != Dtype::F32;
+        // enough that fewer, looping blocks win (measured on an H200); f32
+        // math and the fast half-precision exp are light.
+        let fast_exp = op == UnaryOp::Exp && matches!(dt, Dtype::F16 | Dtype::BF16);
+        let heavy = op.is_transcendental() && dt != Dtype::F32 && !fast_exp;
         let grid = if heavy { grid1(n, per_thread(dt))? } else { grid_dense(n, per_thread(dt))? };
         launch(Family::Unary, dt, &format!("{}_contig", op.name()), grid, (BLOCK, 1, 1), s, args)?;
     } else {
@@ -116,6 +118,20 @@ pub(crate) fn binary(
     b: Operand,
     lb: &Layout,
 ) -> Result<CudaStorage> {
+    let needs_upload = match (a, b) {
+        (Operand::Host(_), Operand::Host(_)) => true,
+        (Operand::Host(_), Operand::Device(_)) => !lb.is_row_contiguous(),
+        (Operand::Device(_), Operand::Host(_)) => !la.is_row_contiguous(),
+        (Operand::Device(_), Operand::Device(_)) => false,
+    };
+    if needs_upload {
+        // Rare shapes (a host scalar against a strided array): put the host
+        // values on the device and take the general path.
+        let (ua, ub) = (a.upload(s, dt)?, b.upload(s, dt)?);
+        let (xa, la) = a.on_device(&ua, la);
+        let (xb, lb) = b.on_device(&ub, lb);
+        return binary(s, op, dt, Operand::Device(xa), &la, Operand::Device(xb), &lb);
+    }
     let n = la.size();
     let out_dt = if op.is_comparison() { Dtype::Bool } else { dt };
     let out = CudaStorage::alloc(out_dt, n, s)?;
@@ -140,20 +156,13 @@ pub(crate) fn binary(
                 ("strided", base.arg(Strided::new(name, &la.shape, [&la.strides, &lb.strides])?), grid1(n, 1)?)
             }
         }
-        (Operand::Host(v), Operand::Device(y)) if lb.is_row_contiguous() => {
+        (Operand::Host(v), Operand::Device(y)) => {
             ("kv", Args::new().arg(v).arg(y.ptr_at(lb.offset)).arg(o).arg(n as i64), grid_dense(n, per)?)
         }
-        (Operand::Device(x), Operand::Host(v)) if la.is_row_contiguous() => {
+        (Operand::Device(x), Operand::Host(v)) => {
             ("vk", Args::new().arg(x.ptr_at(la.offset)).arg(v).arg(o).arg(n as i64), grid_dense(n, per)?)
         }
-        (a, b) => {
-            // Rare shapes (a host scalar against a strided array): put the
-            // host values on the device and take the general path.
-            let (ua, ub) = (a.upload(s, dt)?, b.upload(s, dt)?);
-            let (xa, la) = a.on_device(&ua, la);
-            let (xb, lb) = b.on_device(&ub, lb);
-            return binary(s, op, dt, Operand::Device(xa), &la, Operand::Device(xb), &lb);
-        }
+        (Operand::Host(_), Operand::Host(_)) => unreachable!("uploaded above"),
     };
     launch(Family::Binary, dt, &format!("{name}_{variant}"), grid, (BLOCK, 1, 1), s, args)?;
     Ok(out)

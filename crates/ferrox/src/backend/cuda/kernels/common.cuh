@@ -289,10 +289,15 @@ __device__ __forceinline__ fx_f16 fx_f16_from_f64(double d) {
 
 __device__ __forceinline__ float fx_bf16_to_f32(fx_bf16 h) { return __uint_as_float((unsigned int)h.bits << 16); }
 
-// Round to nearest even; NaN stays a (quiet) NaN.
+// Round to nearest even; NaN stays a (quiet) NaN. From sm_80 on, one
+// instruction does it (a NaN then becomes the canonical NaN rather than
+// keeping its payload).
 __device__ __forceinline__ fx_bf16 fx_bf16_from_f32(float f) {
-    unsigned int x = __float_as_uint(f);
     fx_bf16 h;
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+#else
+    unsigned int x = __float_as_uint(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) {
         h.bits = (unsigned short)((x >> 16) | 0x0040u);
     } else if ((x & 0x8000u) != 0 && (x & (3u * 0x8000u - 1u)) != 0) {
@@ -300,6 +305,7 @@ __device__ __forceinline__ fx_bf16 fx_bf16_from_f32(float f) {
     } else {
         h.bits = (unsigned short)(x >> 16);
     }
+#endif
     return h;
 }
 
@@ -743,7 +749,14 @@ __device__ __forceinline__ float fx_m_pow(float a, float b) { return powf(a, b);
 __device__ __forceinline__ double fx_m_pow(double a, double b) { return pow(a, b); }
 __device__ __forceinline__ float fx_m_abs(float a) { return fabsf(a); }
 __device__ __forceinline__ double fx_m_abs(double a) { return fabs(a); }
+#if FX_IS_HALF
+// Half floats keep 8 or 11 significant bits: the fast exponential (a few ulp
+// of float) rounds to the same value but for rare ties, and keeps bf16/f16
+// exp memory-bound instead of compute-bound.
+__device__ __forceinline__ float fx_m_exp(float a) { return __expf(a); }
+#else
 __device__ __forceinline__ float fx_m_exp(float a) { return expf(a); }
+#endif
 __device__ __forceinline__ double fx_m_exp(double a) { return exp(a); }
 __device__ __forceinline__ float fx_m_log(float a) { return logf(a); }
 __device__ __forceinline__ double fx_m_log(double a) { return log(a); }
