@@ -1275,3 +1275,34 @@ def test_argnames_errors():
         fx.grad(lambda x: x.sum(), argnames=[1])(fx.ones((2,)))
     with pytest.raises(ValueError, match="Duplicate"):
         fx.grad(lambda x: x.sum(), argnames=["w", "w"])
+
+
+# --------------------------------------------------------------------------
+# complex inputs: MLX's (and JAX's) convention, no conjugation
+# --------------------------------------------------------------------------
+
+HOLOMORPHIC = {
+    "exp": (fx.exp, np.exp),
+    "sin": (fx.sin, np.cos),
+    "cos": (fx.cos, lambda z: -np.sin(z)),
+    "log": (fx.log, lambda z: 1 / z),
+    "sqrt": (fx.sqrt, lambda z: 0.5 / np.sqrt(z)),
+    "tanh": (fx.tanh, lambda z: 1 / np.cosh(z) ** 2),
+    "sigmoid": (fx.sigmoid, lambda z: np.exp(-z) / (1 + np.exp(-z)) ** 2),
+    "square": (lambda x: x * x, lambda z: 2 * z),
+    "reciprocal": (lambda x: 1.0 / x, lambda z: -1 / z**2),
+    "cube": (lambda x: fx.power(x, fx.array(3 + 0j, dtype=fx.complex64)), lambda z: 3 * z**2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOLOMORPHIC))
+def test_complex_derivatives_are_not_conjugated(name, rng):
+    # For holomorphic f: vjp(ct) = ct * f'(z) and jvp(t) = f'(z) * t.
+    f, df = HOLOMORPHIC[name]
+    z = (rng.uniform(0.3, 1.5, 5) + 1j * rng.uniform(-1.0, 1.0, 5)).astype(np.complex64)
+    ct = (rng.normal(size=5) + 1j * rng.normal(size=5)).astype(np.complex64)
+    expected = ct.astype(np.complex128) * df(z.astype(np.complex128))
+    _, (g,) = fx.vjp(f, [fx.array(z)], [fx.array(ct)])
+    _, (t,) = fx.jvp(f, [fx.array(z)], [fx.array(ct)])
+    assert_close(g, expected, "complex64", rtol=1e-4, atol=1e-5)
+    assert_close(t, expected, "complex64", rtol=1e-4, atol=1e-5)
