@@ -86,6 +86,12 @@ impl Layout {
         true
     }
 
+    /// True when every element is the same buffer element (a single value,
+    /// possibly broadcast: each stride is 0 or its extent is 1).
+    pub fn reads_one_element(&self) -> bool {
+        self.strides.iter().zip(&self.shape).all(|(&s, &d)| s == 0 || d == 1)
+    }
+
     /// This layout broadcast to `shape` (leading dims and extent-1 dims get stride 0).
     /// `None` if the shapes are incompatible.
     pub fn broadcast_to(&self, shape: &[usize]) -> Option<Layout> {

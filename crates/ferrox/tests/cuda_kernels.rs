@@ -16,11 +16,12 @@ fn every_kernel_module_compiles_with_nvrtc() {
     assert_eq!(modules.len(), kernels::Family::ALL.len() * ferrox::Dtype::ALL.len());
     // Two threads: NVRTC is thread-safe and CI machines have two cores.
     let (left, right) = modules.split_at(modules.len() / 2);
+    let failures = |part: &[(String, String)]| -> Vec<String> {
+        part.iter().filter_map(|(name, src)| compiler::compile(name, src, "sm_90").err()).collect()
+    };
     let errors: Vec<String> = std::thread::scope(|s| {
-        let a =
-            s.spawn(|| left.iter().filter_map(|(n, src)| compiler::compile(n, src, "sm_90").err()).collect::<Vec<_>>());
-        let b = s
-            .spawn(|| right.iter().filter_map(|(n, src)| compiler::compile(n, src, "sm_90").err()).collect::<Vec<_>>());
+        let a = s.spawn(|| failures(left));
+        let b = s.spawn(|| failures(right));
         let mut e = a.join().expect("compile thread");
         e.extend(b.join().expect("compile thread"));
         e

@@ -79,8 +79,8 @@ fn input_on(recipe: &Recipe, a: &Array) -> Result<ArrayData> {
     if data.storage.device() == device {
         return Ok(data);
     }
-    let one_element = data.layout.strides.iter().zip(&data.layout.shape).all(|(&s, &d)| s == 0 || d == 1);
-    if recipe.primitive.reads_host_scalars() && data.storage.device() == Device::CPU && one_element {
+    if recipe.primitive.reads_host_scalars() && data.storage.device() == Device::CPU && data.layout.reads_one_element()
+    {
         return Ok(data);
     }
     let (storage, layout) = dispatcher::ensure_on(recipe.stream, &data.storage, &data.layout)?;

@@ -9,10 +9,6 @@ use crate::element::{Element, FloatElement};
 use crate::error::{Error, Result};
 use crate::shape::Layout;
 
-fn is_scalar_broadcast(l: &Layout) -> bool {
-    l.strides.iter().all(|&s| s == 0)
-}
-
 /// `f` applied to every element `l` selects in `x`; row-major output.
 pub fn map_unary<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout, f: impl Fn(T) -> U + Sync + Copy) -> Vec<U> {
     let n = l.size();
@@ -55,10 +51,10 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
     let (ca, cb) = (la.is_row_contiguous(), lb.is_row_contiguous());
     if ca && cb {
         zip_contiguous(&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n], &mut out, f);
-    } else if ca && is_scalar_broadcast(lb) {
+    } else if ca && lb.reads_one_element() {
         let s = b[lb.offset];
         map_contiguous(&a[la.offset..la.offset + n], &mut out, |x| f(x, s));
-    } else if cb && is_scalar_broadcast(la) {
+    } else if cb && la.reads_one_element() {
         let s = a[la.offset];
         map_contiguous(&b[lb.offset..lb.offset + n], &mut out, |y| f(s, y));
     } else {

@@ -8,7 +8,7 @@
 //! wait for them first.
 
 use super::device::{driver_error, gpu};
-use super::stream::{synchronize_all, GpuStream};
+use super::stream::{stream, synchronize_all, GpuStream};
 use crate::error::{Error, Result};
 use crate::memory;
 use cudarc::driver::{result, sys};
@@ -28,13 +28,10 @@ pub(crate) struct DeviceBuffer {
     readers: Mutex<Vec<Arc<GpuStream>>>,
 }
 
-/// A cached buffer and the stream it was last written on.
-type FreeBuffer = (sys::CUdeviceptr, Arc<GpuStream>);
-
 #[derive(Default)]
 struct Pool {
     /// Free buffers by (stream index, bucket size).
-    free: HashMap<(usize, usize), Vec<FreeBuffer>>,
+    free: HashMap<(usize, usize), Vec<sys::CUdeviceptr>>,
     /// Bytes in `free`.
     cached: usize,
     /// Bytes handed out and not yet returned.
@@ -64,7 +61,7 @@ pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBu
     let dev = gpu()?;
     let size = bucket(bytes);
     let reused = with_pool(|p| {
-        let ptr = p.free.get_mut(&(stream.index, size)).and_then(|v| v.pop()).map(|(ptr, _)| ptr);
+        let ptr = p.free.get_mut(&(stream.index, size)).and_then(|v| v.pop());
         if ptr.is_some() {
             p.cached -= size;
             p.active += size;
@@ -153,7 +150,7 @@ impl Drop for DeviceBuffer {
         let over_limit = with_pool(|p| {
             p.active -= self.size;
             p.cached += self.size;
-            p.free.entry((self.home.index, self.size)).or_default().push((self.ptr, self.home.clone()));
+            p.free.entry((self.home.index, self.size)).or_default().push(self.ptr);
             p.cached > cache_limit()
         });
         if over_limit {
@@ -177,9 +174,9 @@ fn trim_cache(keep: usize) -> Result<()> {
         keys.sort_by_key(|k| std::cmp::Reverse(k.1));
         for key in keys {
             while p.cached > keep {
-                let Some(entry) = p.free.get_mut(&key).and_then(|v| v.pop()) else { break };
+                let Some(ptr) = p.free.get_mut(&key).and_then(|v| v.pop()) else { break };
                 p.cached -= key.1;
-                victims.push(entry);
+                victims.push((ptr, key.0));
             }
         }
         p.free.retain(|_, v| !v.is_empty());
@@ -187,7 +184,7 @@ fn trim_cache(keep: usize) -> Result<()> {
     });
     for (ptr, home) in victims {
         // Kernels enqueued before the buffer was cached may still use it.
-        home.synchronize()?;
+        stream(home)?.synchronize()?;
         // SAFETY: the buffer is idle and was allocated by cuMemAlloc.
         unsafe { result::free_sync(ptr) }.map_err(driver_error("clear_cache"))?;
     }

@@ -34,10 +34,6 @@ pub(crate) fn per_thread(dtype: Dtype) -> usize {
     (16 / dtype.size()).max(1)
 }
 
-fn is_scalar_broadcast(l: &Layout) -> bool {
-    l.strides.iter().zip(&l.shape).all(|(&s, &d)| s == 0 || d == 1)
-}
-
 fn grid1(n: usize, per: usize) -> Result<(u32, u32, u32)> {
     Ok((grid_for(n, per)?, 1, 1))
 }
@@ -148,9 +144,9 @@ pub(crate) fn binary(
             let (ca, cb) = (la.is_row_contiguous(), lb.is_row_contiguous());
             if ca && cb {
                 ("vv", base, grid_dense(n, per)?)
-            } else if ca && is_scalar_broadcast(lb) {
+            } else if ca && lb.reads_one_element() {
                 ("vs", base, grid_dense(n, per)?)
-            } else if cb && is_scalar_broadcast(la) {
+            } else if cb && la.reads_one_element() {
                 ("sv", base, grid_dense(n, per)?)
             } else {
                 ("strided", base.arg(Strided::new(name, &la.shape, [&la.strides, &lb.strides])?), grid1(n, 1)?)

@@ -310,13 +310,13 @@ fn exact(
     let (m, k, n) = (la.shape[nd - 2], la.shape[nd - 1], lb.shape[nd - 1]);
     let batch = numel(&la.shape[..nd - 2]);
     // The kernel takes one batch stride per operand.
-    let (a_copy, la) = match batch_stride(la) {
-        Some(_) => (None, la.clone()),
-        None => (Some(copy(s, a, la, a.dtype())?), Layout::contiguous(&la.shape)),
+    let (a_copy, la, sa) = match batch_stride(la) {
+        Some(st) => (None, la.clone(), st),
+        None => (Some(copy(s, a, la, a.dtype())?), Layout::contiguous(&la.shape), (m * k) as i64),
     };
-    let (b_copy, lb) = match batch_stride(lb) {
-        Some(_) => (None, lb.clone()),
-        None => (Some(copy(s, b, lb, b.dtype())?), Layout::contiguous(&lb.shape)),
+    let (b_copy, lb, sb) = match batch_stride(lb) {
+        Some(st) => (None, lb.clone(), st),
+        None => (Some(copy(s, b, lb, b.dtype())?), Layout::contiguous(&lb.shape), (k * n) as i64),
     };
     let (a, b) = (a_copy.as_ref().unwrap_or(a), b_copy.as_ref().unwrap_or(b));
     let args = Args::new()
@@ -327,10 +327,10 @@ fn exact(
         .arg(m as i64)
         .arg(n as i64)
         .arg(k as i64)
-        .arg(batch_stride(&la).expect("checked"))
+        .arg(sa)
         .arg(la.strides[nd - 2] as i64)
         .arg(la.strides[nd - 1] as i64)
-        .arg(batch_stride(&lb).expect("checked"))
+        .arg(sb)
         .arg(lb.strides[nd - 2] as i64)
         .arg(lb.strides[nd - 1] as i64);
     let grid = (n.div_ceil(16) as u32, m.div_ceil(16).min(65535) as u32, batch.min(65535) as u32);

@@ -163,8 +163,7 @@ pub(crate) fn arg_reduce(
     axis: usize,
 ) -> Result<CudaStorage> {
     let len = l.shape[axis];
-    let n_out = l.size() / len.max(1);
-    let n_out = if len == 0 { numel(&l.shape[..axis]) * numel(&l.shape[axis + 1..]) } else { n_out };
+    let n_out = numel(&l.shape[..axis]) * numel(&l.shape[axis + 1..]);
     let out = CudaStorage::alloc(Dtype::U32, n_out, s)?;
     if n_out == 0 {
         return Ok(out);
