@@ -11,6 +11,6 @@ from ferrox._core import array, where  # noqa: F401  (explicit for readers and l
 from ferrox import cuda  # noqa: F401
 from ferrox._autodiff import checkpoint, custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: F401
 
-del cuda_is_available  # noqa: F821  (exposed as ferrox.cuda.is_available)
+del cuda_is_available, cuda_device_name, cuda_set_allow_tf32  # noqa: F821  (exposed in ferrox.cuda)
 
 __version__ = "0.1.0"

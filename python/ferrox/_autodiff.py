@@ -9,24 +9,31 @@ from ferrox import _core
 array = _core.array
 
 
-def _flatten(tree: Any, what: str) -> Tuple[List[array], Any]:
-    """Leaves (arrays) of a tree of lists/tuples/dicts, and its structure."""
+def _flatten(tree: Any, what: str, _path: Tuple[int, ...] = ()) -> Tuple[List[array], Any]:
+    """Leaves (arrays) of a tree of lists/tuples/dicts, and its structure.
+    A container that holds itself, or nesting deeper than 256 levels, is a
+    ValueError."""
     if isinstance(tree, array):
         return [tree], None
-    if isinstance(tree, (list, tuple)):
+    if isinstance(tree, (list, tuple, dict)):
+        if id(tree) in _path:
+            raise ValueError(f"[{what}] The argument contains a reference to itself.")
+        if len(_path) >= 256:
+            raise ValueError(f"[{what}] The argument is nested more than 256 levels deep.")
+        path = _path + (id(tree),)
+        if isinstance(tree, dict):
+            leaves, defs = [], []
+            for key, item in tree.items():
+                sub, d = _flatten(item, what, path)
+                leaves += sub
+                defs.append((key, len(sub), d))
+            return leaves, (dict, defs)
         leaves, defs = [], []
         for item in tree:
-            sub, d = _flatten(item, what)
+            sub, d = _flatten(item, what, path)
             leaves += sub
             defs.append((len(sub), d))
         return leaves, (type(tree), defs)
-    if isinstance(tree, dict):
-        leaves, defs = [], []
-        for key, item in tree.items():
-            sub, d = _flatten(item, what)
-            leaves += sub
-            defs.append((key, len(sub), d))
-        return leaves, (dict, defs)
     raise ValueError(
         f"[{what}] Expected arrays or trees (lists, tuples, dicts) of arrays, got {type(tree).__name__}."
     )
@@ -51,11 +58,13 @@ def _unflatten(leaves: Sequence[array], structure: Any) -> Any:
 
 
 def _argnums(argnums: Union[None, int, Sequence[int]], nargs: int, what: str) -> Tuple[List[int], bool]:
-    """Sorted argnums (as MLX) and whether a single gradient (not a tuple) is returned."""
+    """Sorted argnums (as MLX) and whether a single gradient (not a tuple) is
+    returned: as in MLX, whenever one argument is differentiated, even when
+    ``argnums`` is a one-element sequence."""
     if argnums is None:
         argnums = 0
-    single = isinstance(argnums, int)
-    nums = [argnums] if single else list(argnums)
+    nums = [argnums] if isinstance(argnums, int) else list(argnums)
+    single = len(nums) == 1
     if not nums:
         raise ValueError(f"[{what}] argnums cannot be empty.")
     for n in nums:
@@ -298,26 +307,30 @@ class custom_function:
         def as_list(value):
             return [value] if isinstance(value, array) else list(value)
 
+        def per_input(items):
+            # As MLX: the argument itself for a one-argument function, else a tuple.
+            return items[0] if len(args) == 1 else tuple(items)
+
         vjp_rule = jvp_rule = vmap_rule = None
         if self._vjp is not None:
 
             def vjp_rule(primals, cotangents, outputs):
-                return as_list(self._vjp(tuple(primals), shaped(cotangents), shaped(outputs)))
+                return as_list(self._vjp(per_input(primals), shaped(cotangents), shaped(outputs)))
 
         if self._jvp is not None:
 
             def jvp_rule(primals, tangents):
-                return as_list(self._jvp(tuple(primals), tuple(tangents)))
+                return as_list(self._jvp(per_input(primals), per_input(tangents)))
 
         if self._vmap is not None:
 
             def vmap_rule(inputs, axes):
-                outs, out_axes = self._vmap(tuple(inputs), tuple(axes))
+                outs, out_axes = self._vmap(per_input(inputs), per_input(axes))
                 if isinstance(outs, array):
                     return [outs], [out_axes]
                 return list(outs), list(out_axes)
 
-        outs = _core._custom_call(forward, vjp_rule, jvp_rule, vmap_rule, _to_arrays(args))
+        outs = _core._custom_call(forward, vjp_rule, jvp_rule, vmap_rule, _to_arrays(args), name=self.__name__)
         return shaped(outs)
 
 
@@ -332,7 +345,8 @@ def checkpoint(fun: Callable) -> Callable:
         return _as_output_list(out, "checkpoint")
 
     def wrapper(*args):
-        outs = _core._custom_call(forward, None, None, None, _to_arrays(args), checkpoint=True)
+        name = getattr(fun, "__name__", "checkpoint")
+        outs = _core._custom_call(forward, None, None, None, _to_arrays(args), checkpoint=True, name=name)
         return outs[0] if single[-1] else tuple(outs)
 
     return wrapper

@@ -190,9 +190,13 @@ def test_full_array_vals_broadcast():
     a = fx.full((2, 3), fx.array([1, 2, 3]))
     assert a.dtype == fx.int32
     assert a.tolist() == [[1, 2, 3], [1, 2, 3]]
+    # As MLX: dtype converts Python and NumPy values; an array keeps its dtype.
     b = fx.full([3, 2], fx.array([[1.5], [2.5], [3.5]]), dtype=fx.float16)
-    assert b.dtype == fx.float16
+    assert b.dtype == fx.float32
     assert b.tolist() == [[1.5, 1.5], [2.5, 2.5], [3.5, 3.5]]
+    c = fx.full([3, 2], np.array([[1.5], [2.5], [3.5]]), dtype=fx.float16)
+    assert c.dtype == fx.float16 and c.tolist() == b.tolist()
+    assert fx.full(2, 7, dtype=fx.int8).dtype == fx.int8
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

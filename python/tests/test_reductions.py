@@ -69,13 +69,17 @@ def sum_tolerance(x_ref, axis, keepdims, rd, mean=False):
 # --------------------------------------------------------------------------
 
 
+# As MLX: sums and products of narrow integers (and bool) accumulate in 32 bits.
+SUM_DTYPE = {"bool_": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32"}
+
+
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axis", AXES, ids=str)
 @pytest.mark.parametrize("layout", list(LAYOUTS_3D))
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_sum(dtype, layout, axis, keepdims, rng):
     x_np, x_fx = operand(rng, layout, dtype)
-    rd = "int32" if dtype == "bool_" else dtype
+    rd = SUM_DTYPE.get(dtype, dtype)
     x_ref = cast_ref(x_np, rd)
     ax = _np_axis(axis)
     if rd in INTS:
@@ -245,12 +249,21 @@ def test_large_reductions(shape, axis, dtype, rng):
     assert_close(fx.min(xt, axis=axt), np.min(xt_np, axis=axt), dtype, rtol=0, atol=0)
 
 
-def test_sum_int8_wraps_in_int8():
-    # MLX keeps the input dtype for sum (except bool -> int32)
-    x = fx.array([100, 100, 100], dtype=fx.int8)
-    s = fx.sum(x)
-    assert s.dtype == fx.int8
-    assert s.item() == int(np.array([100, 100, 100], dtype=np.int8).sum(dtype=np.int8))
+@pytest.mark.parametrize("dtype", list(SUM_DTYPE))
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_narrow_integer_sums_and_products_widen_as_mlx(name, dtype):
+    x = fx.array([100, 100, 100], dtype=fxd(dtype)) if dtype != "bool_" else fx.array([True, True])
+    out = getattr(fx, name)(x)
+    assert out.dtype == fxd(SUM_DTYPE[dtype])
+    expected = {"sum": 300, "prod": 1000000}[name] if dtype != "bool_" else {"sum": 2, "prod": 1}[name]
+    assert out.item() == expected
+    assert getattr(fx, name)(x, axis=0, keepdims=True).dtype == fxd(SUM_DTYPE[dtype])
+
+
+def test_wide_integer_sums_keep_their_dtype_and_wrap():
+    x = fx.array([2**31 - 1, 1], dtype=fx.int32)
+    assert fx.sum(x).dtype == fx.int32
+    assert fx.sum(x).item() == -(2**31)
 
 
 def test_sum_bool_counts():

@@ -1,14 +1,16 @@
 //! The `ferrox.array` class: attributes, conversions, operators, indexing,
 //! the buffer protocol and the op methods.
 
-use crate::convert::{dtype_arg, operands, to_array};
+use crate::args;
+use crate::convert::{operands, to_array};
 use crate::dtype::PyDtype;
 use crate::errors::IntoPyResult;
 use ferrox::backend::Storage;
 use ferrox::format::repr;
 use ferrox::ops::{self, Index};
 use ferrox::{Array, Dtype, Scalar};
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use ferrox_python_macros::guarded;
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
@@ -40,15 +42,40 @@ pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<PyObject> {
     })
 }
 
+/// Python objects above this many bytes per element are refused up front
+/// (a list of lists costs at least this much per entry).
+const PY_OBJECT_BYTES: usize = 32;
+
+/// A MemoryError, raised before any work, when the Python objects of
+/// `tolist()` for `shape` alone could not fit in memory.
+fn check_list_fits(shape: &[usize]) -> PyResult<()> {
+    let lists = (0..shape.len()).fold(0usize, |acc, d| acc.saturating_add(ferrox::shape::numel(&shape[..d])));
+    let objects = lists.saturating_add(ferrox::shape::numel(shape));
+    if objects.saturating_mul(PY_OBJECT_BYTES) > ferrox::memory::physical_memory() {
+        return Err(PyMemoryError::new_err(format!(
+            "[tolist] {objects} Python objects for an array of shape {} would not fit in memory.",
+            ferrox::error::fmt_shape(shape)
+        )));
+    }
+    Ok(())
+}
+
+/// The nested lists of `vals` (row-major over `shape`), built level by level
+/// from the innermost, without recursion.
 fn nested_list(py: Python<'_>, vals: &[Scalar], shape: &[usize]) -> PyResult<PyObject> {
     if shape.is_empty() {
         return scalar_to_py(py, vals[0]);
     }
-    let inner: usize = shape[1..].iter().product();
-    let items = (0..shape[0])
-        .map(|i| nested_list(py, &vals[i * inner..(i + 1) * inner], &shape[1..]))
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyList::new(py, items)?.into_any().unbind())
+    let mut level: Vec<PyObject> = vals.iter().map(|&v| scalar_to_py(py, v)).collect::<PyResult<_>>()?;
+    for d in (0..shape.len()).rev() {
+        let groups = ferrox::shape::numel(&shape[..d]);
+        let size = shape[d];
+        let mut items = level.into_iter();
+        level = (0..groups)
+            .map(|_| Ok(PyList::new(py, items.by_ref().take(size))?.into_any().unbind()))
+            .collect::<PyResult<_>>()?;
+    }
+    Ok(level.pop().expect("the outermost level is one list"))
 }
 
 /// Parses one entry of an index expression.
@@ -65,7 +92,7 @@ fn index_entry(obj: &Bound<'_, PyAny>) -> PyResult<Index> {
             if v.is_none() {
                 Ok(None)
             } else {
-                Ok(Some(v.extract()?))
+                Ok(Some(slice_int(&v)?))
             }
         };
         return Ok(Index::Slice { start: part("start")?, stop: part("stop")?, step: part("step")? });
@@ -82,10 +109,54 @@ fn index_entry(obj: &Bound<'_, PyAny>) -> PyResult<Index> {
     )))
 }
 
+/// A slice bound or step as Python allows it (any object with `__index__`),
+/// clamped to ±`i64::MAX`: bounds beyond any axis and steps longer than any
+/// axis select the same elements as the clamped value, as in NumPy.
+fn slice_int(v: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let index = v.py().import("operator")?.getattr("index")?;
+    let i = index.call1((v,)).map_err(|_| {
+        PyTypeError::new_err("[index] Slice indices must be integers or None or have an __index__ method.")
+    })?;
+    match i.extract::<i64>() {
+        Ok(x) => Ok(x.max(-i64::MAX)),
+        Err(_) => Ok(if i.lt(0)? { -i64::MAX } else { i64::MAX }),
+    }
+}
+
 fn no_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     match modulo {
         Some(m) if !m.is_none() => Err(PyTypeError::new_err("pow() with a modulo is not supported for arrays")),
         _ => Ok(()),
+    }
+}
+
+/// Iterates over the first axis of an array, one view at a time (so any
+/// length costs only what is consumed).
+#[pyclass(module = "ferrox")]
+pub struct ArrayIterator {
+    array: Array,
+    next: usize,
+    len: usize,
+}
+
+#[guarded]
+#[pymethods]
+impl ArrayIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self) -> PyResult<Option<PyArray>> {
+        if self.next >= self.len {
+            return Ok(None);
+        }
+        let row = ops::index(&self.array, &[Index::Int(self.next as i64)]).py()?;
+        self.next += 1;
+        Ok(Some(PyArray::wrap(row)))
+    }
+
+    fn __length_hint__(&self) -> usize {
+        self.len - self.next
     }
 }
 
@@ -118,6 +189,7 @@ fn buffer_format(d: Dtype) -> Option<&'static str> {
 
 macro_rules! binary_dunders {
     ($($name:ident, $rname:ident, $iname:ident => $op:path;)*) => {
+        #[guarded]
         #[pymethods]
         impl PyArray {
             $(
@@ -150,6 +222,7 @@ binary_dunders! {
 
 macro_rules! compare_dunders {
     ($($name:ident => $op:path;)*) => {
+        #[guarded]
         #[pymethods]
         impl PyArray {
             $(
@@ -173,6 +246,7 @@ compare_dunders! {
 
 macro_rules! unary_methods {
     ($($name:ident),*) => {
+        #[guarded]
         #[pymethods]
         impl PyArray {
             $(
@@ -187,43 +261,16 @@ macro_rules! unary_methods {
 
 unary_methods!(abs, exp, log, sqrt, sin, cos, tanh, sigmoid, negative);
 
-/// Reads an int or a sequence of ints; `what` names the argument in errors.
-pub fn ints_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<isize>> {
-    if let Ok(i) = obj.extract::<isize>() {
-        return Ok(vec![i]);
-    }
-    obj.extract::<Vec<isize>>()
-        .map_err(|_| PyTypeError::new_err(format!("{what} must be an int or a sequence of ints")))
-}
-
-/// Reads an `axis=` argument: None, an int, or a sequence of ints.
-pub fn axes_arg(axis: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
-    match axis {
-        Some(a) if !a.is_none() => Ok(Some(ints_arg(a, "axis")?)),
-        _ => Ok(None),
-    }
-}
-
-/// Reads a shape given either as one tuple/list/int or as several ints.
-pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
-    if args.len() == 1 {
-        let first = args.get_item(0)?;
-        if let Ok(v) = first.extract::<Vec<isize>>() {
-            return Ok(v);
-        }
-    }
-    args.extract::<Vec<isize>>().map_err(|_| PyTypeError::new_err("shape must be integers or a sequence of integers"))
-}
-
 macro_rules! reduce_methods {
     ($($name:ident),*) => {
+        #[guarded]
         #[pymethods]
         impl PyArray {
             $(
                 #[doc = concat!("Reduction ", stringify!($name), " over `axis` (see `ferrox.", stringify!($name), "`).")]
                 #[pyo3(signature = (axis = None, keepdims = false))]
                 fn $name(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyArray> {
-                    let axes = axes_arg(axis)?;
+                    let axes = args::axes(stringify!($name), axis)?;
                     Ok(PyArray::wrap(ops::$name(&self.inner, axes.as_deref(), keepdims).py()?))
                 }
             )*
@@ -233,12 +280,13 @@ macro_rules! reduce_methods {
 
 reduce_methods!(sum, mean, max, min, prod);
 
+#[guarded]
 #[pymethods]
 impl PyArray {
     #[new]
     #[pyo3(signature = (val, dtype = None))]
     fn new(val: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(to_array(val, dtype_arg(dtype)?)?))
+        Ok(PyArray::wrap(to_array(val, args::dtype(dtype)?)?))
     }
 
     /// The extent of each dimension.
@@ -291,6 +339,7 @@ impl PyArray {
 
     /// The array as nested Python lists (a scalar for 0-d arrays).
     fn tolist(&self, py: Python<'_>) -> PyResult<PyObject> {
+        check_list_fits(self.inner.shape())?;
         let vals = py.allow_threads(|| self.inner.to_scalars()).py()?;
         nested_list(py, &vals, self.inner.shape())
     }
@@ -305,13 +354,13 @@ impl PyArray {
     /// The array with a new shape: `a.reshape(2, 3)` or `a.reshape((2, 3))`.
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(ops::reshape(&self.inner, &shape_args(shape)?).py()?))
+        Ok(PyArray::wrap(ops::reshape(&self.inner, &args::signed_shape_varargs("reshape", shape)?).py()?))
     }
 
     /// The array with permuted axes: `a.transpose(1, 0)` or `a.transpose((1, 0))`.
     #[pyo3(signature = (*axes))]
     fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
-        let axes = if axes.is_empty() { None } else { Some(shape_args(axes)?) };
+        let axes = if axes.is_empty() { None } else { Some(args::signed_shape_varargs("transpose", axes)?) };
         Ok(PyArray::wrap(ops::transpose(&self.inner, axes.as_deref()).py()?))
     }
 
@@ -329,7 +378,7 @@ impl PyArray {
     /// Removes extent-1 axes.
     #[pyo3(signature = (axis = None))]
     fn squeeze(&self, axis: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
-        let axes = axes_arg(axis)?;
+        let axes = args::axes("squeeze", axis)?;
         Ok(PyArray::wrap(ops::squeeze(&self.inner, axes.as_deref()).py()?))
     }
 
@@ -398,14 +447,9 @@ impl PyArray {
         self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of unsized object"))
     }
 
-    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
-        let a = slf.borrow().inner.clone();
-        let n = *a.shape().first().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
-        let rows = (0..n)
-            .map(|i| Ok(PyArray::wrap(ops::index(&a, &[Index::Int(i as i64)]).py()?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let list = PyList::new(slf.py(), rows)?;
-        Ok(list.try_iter()?.into_any().unbind())
+    fn __iter__(&self) -> PyResult<ArrayIterator> {
+        let n = *self.inner.shape().first().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
+        Ok(ArrayIterator { array: self.inner.clone(), next: 0, len: n })
     }
 
     fn __bool__(&self) -> PyResult<bool> {
@@ -425,11 +469,13 @@ impl PyArray {
         Ok(self.inner.item_scalar().py()?.as_f64())
     }
 
-    fn __int__(&self) -> PyResult<i64> {
+    fn __int__(&self, py: Python<'_>) -> PyResult<PyObject> {
         Ok(match self.inner.item_scalar().py()? {
-            Scalar::Int(v) => v,
-            Scalar::UInt(v) => v as i64,
-            other => other.as_f64() as i64,
+            Scalar::Int(v) => v.into_pyobject(py)?.into_any().unbind(),
+            Scalar::UInt(v) => v.into_pyobject(py)?.into_any().unbind(),
+            Scalar::Bool(b) => (b as i64).into_pyobject(py)?.into_any().unbind(),
+            // Python's own float-to-int rules: NaN and infinities raise.
+            other => pyo3::types::PyFloat::new(py, other.as_f64()).call_method0("__int__")?.unbind(),
         })
     }
 
@@ -451,7 +497,7 @@ impl PyArray {
         // Share the buffer when it is row-contiguous on the host; else export a copy.
         let (storage, offset) = match &*data.storage {
             Storage::Cpu(_) if data.layout.is_row_contiguous() => (data.storage.clone(), data.layout.offset),
-            _ => (Arc::new(Storage::Cpu(a.to_host().py()?)), 0),
+            _ => (Arc::new(Storage::Cpu(a.to_host().map_err(|e| e.in_op("buffer")).py()?)), 0),
         };
         let Storage::Cpu(host) = &*storage else {
             unreachable!("the exported storage was made on the host above");

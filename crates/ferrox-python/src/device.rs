@@ -3,6 +3,7 @@
 use crate::errors::IntoPyResult;
 use ferrox::device::{self, DeviceType};
 use ferrox::{Device, Stream};
+use ferrox_python_macros::guarded;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
@@ -39,6 +40,7 @@ impl PyDeviceType {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDevice(pub Device);
 
+#[guarded]
 #[pymethods]
 impl PyDevice {
     #[new]
@@ -63,6 +65,7 @@ impl PyDevice {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyStream(pub Stream);
 
+#[guarded]
 #[pymethods]
 impl PyStream {
     /// The device the stream runs on.
@@ -109,24 +112,28 @@ pub fn on_stream<R>(stream: Option<&Bound<'_, PyAny>>, f: impl FnOnce() -> R) ->
 }
 
 /// The device ops run on by default.
+#[guarded]
 #[pyfunction]
 fn default_device() -> PyDevice {
     PyDevice(device::default_device())
 }
 
 /// Sets the default device (a Device or DeviceType).
+#[guarded]
 #[pyfunction]
 fn set_default_device(device: &Bound<'_, PyAny>) -> PyResult<()> {
     device::set_default_device(device_arg(device)?).py()
 }
 
 /// The default stream of a device.
+#[guarded]
 #[pyfunction]
 fn default_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
     Ok(PyStream(device::default_stream(device_arg(device)?)))
 }
 
 /// Creates a new stream on a device.
+#[guarded]
 #[pyfunction]
 fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
     Ok(PyStream(device::new_stream(device_arg(device)?).py()?))
@@ -134,6 +141,7 @@ fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
 
 /// Waits for all work on `stream` (default: every stream) to finish. CPU
 /// work completes during evaluation, so this returns at once there.
+#[guarded]
 #[pyfunction]
 #[pyo3(signature = (stream = None))]
 fn synchronize(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
@@ -145,34 +153,40 @@ fn synchronize(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()
 }
 
 /// Whether a CUDA GPU can be used (false on machines without one).
+#[guarded]
 #[pyfunction]
 fn cuda_is_available() -> bool {
     device::is_available(Device::GPU)
 }
 
 /// The GPU's name, or None without a GPU.
+#[guarded]
 #[pyfunction]
 fn cuda_device_name() -> Option<String> {
     #[cfg(feature = "cuda")]
-    return ferrox::backend::cuda::device_name();
+    let name = ferrox::backend::cuda::device_name();
     #[cfg(not(feature = "cuda"))]
-    None
+    let name = None;
+    name
 }
 
 /// Lets float32 matrix products on the GPU use TF32 tensor cores; returns
 /// the previous setting.
+#[guarded]
 #[pyfunction]
 fn cuda_set_allow_tf32(allow: bool) -> bool {
     #[cfg(feature = "cuda")]
-    return ferrox::backend::cuda::set_allow_tf32(allow);
+    let previous = ferrox::backend::cuda::set_allow_tf32(allow);
     #[cfg(not(feature = "cuda"))]
-    {
+    let previous = {
         let _ = allow;
         false
-    }
+    };
+    previous
 }
 
 /// Number of buffers moved between devices since the process started.
+#[guarded]
 #[pyfunction]
 fn transfer_count() -> usize {
     ferrox::backend::dispatcher::transfer_count()

@@ -1,6 +1,7 @@
 //! The `Dtype` class and the dtype objects (`ferrox.float32`, ...).
 
 use ferrox::{Dtype, DtypeCategory};
+use ferrox_python_macros::guarded;
 use pyo3::prelude::*;
 
 /// An array element type.
@@ -8,6 +9,7 @@ use pyo3::prelude::*;
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDtype(pub Dtype);
 
+#[guarded]
 #[pymethods]
 impl PyDtype {
     /// Size of one element in bytes.
@@ -26,6 +28,7 @@ impl PyDtype {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDtypeCategory(pub DtypeCategory);
 
+#[guarded]
 #[pymethods]
 impl PyDtypeCategory {
     fn __repr__(&self) -> String {
@@ -34,6 +37,7 @@ impl PyDtypeCategory {
 }
 
 /// Whether a dtype (or category) belongs to a category (or equals a dtype).
+#[guarded]
 #[pyfunction]
 pub fn issubdtype(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
     let cat_of = |x: &Bound<'_, PyAny>| x.extract::<PyDtypeCategory>().ok().map(|c| c.0);

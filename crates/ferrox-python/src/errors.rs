@@ -1,9 +1,10 @@
 //! ferrox errors as Python exceptions (the classes MLX raises).
 
 use ferrox::Error;
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
-use pyo3::PyErr;
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::{PyErr, PyResult};
 use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 thread_local! {
     /// A Python exception raised inside a callback that the Rust core called
@@ -32,6 +33,7 @@ pub fn to_py(err: Error) -> PyErr {
     match err {
         Error::IndexOutOfRange { .. } | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         _ => PyValueError::new_err(msg),
     }
 }
@@ -46,4 +48,19 @@ impl<T> IntoPyResult<T> for ferrox::Result<T> {
     fn py(self) -> pyo3::PyResult<T> {
         self.map_err(to_py)
     }
+}
+
+/// Runs the body of the Python entry point `op`, turning a Rust panic into a
+/// `RuntimeError` that names `op` (see the `#[guarded]` attribute, which
+/// puts every entry point through here). A panic is a bug in ferrox; the
+/// message says so, and the fuzz harness counts these errors as panics.
+pub fn guard<T>(op: &str, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(PyRuntimeError::new_err(format!("[{op}] Internal error (a bug in ferrox, please report it): {what}")))
+    })
 }

@@ -1,5 +1,6 @@
 //! `ferrox._core`: the Python extension module behind `import ferrox`.
 
+mod args;
 mod array;
 mod convert;
 mod device;

@@ -6,6 +6,7 @@ use crate::array::PyArray;
 use crate::convert::to_array;
 use crate::errors::IntoPyResult;
 use ferrox::{Array, Error};
+use ferrox_python_macros::guarded;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -57,6 +58,7 @@ fn with_python_fun<R>(
 }
 
 /// `(outputs, vjps)` of `fun(list_of_arrays) -> list_of_arrays`.
+#[guarded]
 #[pyfunction]
 fn _vjp<'py>(
     py: Python<'py>,
@@ -70,6 +72,7 @@ fn _vjp<'py>(
 }
 
 /// `(outputs, jvps)` of `fun(list_of_arrays) -> list_of_arrays`.
+#[guarded]
 #[pyfunction]
 fn _jvp<'py>(
     py: Python<'py>,
@@ -84,6 +87,7 @@ fn _jvp<'py>(
 
 /// `(outputs, grads)`: gradient of the first output (a scalar) of
 /// `fun(list_of_arrays)` with respect to `args[i]` for `i` in `argnums`.
+#[guarded]
 #[pyfunction]
 fn _value_and_grad<'py>(
     py: Python<'py>,
@@ -99,6 +103,7 @@ fn _value_and_grad<'py>(
 /// Outputs of `fun(list_of_arrays)` mapped over the batch axes `in_axes`
 /// (one per input, None for unbatched) and stacked along `out_axes` (one per
 /// output, or a single entry for all).
+#[guarded]
 #[pyfunction]
 fn _vmap<'py>(
     py: Python<'py>,
@@ -134,8 +139,10 @@ fn py_arrays(py: Python<'_>, arrays: &[Array]) -> ferrox::Result<Py<PyList>> {
 /// `vjp(primals, cotangents, outputs) -> list`, `jvp(primals, tangents) -> list`,
 /// `vmap(inputs, axes) -> (list, axes)`. With `checkpoint`, the backward
 /// pass recomputes `forward` instead.
+#[guarded]
 #[pyfunction]
-#[pyo3(signature = (forward, vjp, jvp, vmap, inputs, checkpoint = false))]
+#[pyo3(signature = (forward, vjp, jvp, vmap, inputs, checkpoint = false, name = "custom_function"))]
+#[allow(clippy::too_many_arguments)]
 fn _custom_call<'py>(
     py: Python<'py>,
     forward: Py<PyAny>,
@@ -144,6 +151,7 @@ fn _custom_call<'py>(
     vmap: Option<Py<PyAny>>,
     inputs: &Bound<'py, PyAny>,
     checkpoint: bool,
+    name: &str,
 ) -> PyResult<Bound<'py, PyList>> {
     let x = arrays_arg(inputs, "inputs")?;
     let fwd = move |xs: &[Array]| -> ferrox::Result<Vec<Array>> {
@@ -153,7 +161,7 @@ fn _custom_call<'py>(
             to_arrays(py, &out, "the function")
         })
     };
-    let mut f = if checkpoint { ferrox::checkpoint(fwd) } else { ferrox::CustomFunction::new(fwd) };
+    let mut f = if checkpoint { ferrox::checkpoint(fwd) } else { ferrox::CustomFunction::new(fwd) }.named(name);
     if let Some(rule) = vjp {
         f.vjp = Some(std::sync::Arc::new(move |p: &[Array], c: &[Array], o: &[Array]| {
             Python::with_gil(|py| {
@@ -189,6 +197,7 @@ fn _custom_call<'py>(
 }
 
 /// `a` unchanged, treated as a constant by gradient transforms.
+#[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, *, stream = None))]
 fn stop_gradient(a: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {

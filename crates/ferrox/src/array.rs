@@ -12,7 +12,7 @@ use crate::dtype::Dtype;
 use crate::element::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::primitives::{OutputSpec, Primitive};
-use crate::shape::{numel, Layout};
+use crate::shape::{checked_nbytes, numel, Layout};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -82,22 +82,31 @@ pub struct Array {
 }
 
 impl Array {
-    /// A pending array computed by `primitive` from `inputs` on the current stream.
+    /// A pending array computed by `primitive` from `inputs` on the current
+    /// stream. Fails when the shape is too large for any allocation.
     pub fn from_primitive(
         shape: Vec<usize>,
         dtype: Dtype,
         primitive: impl Primitive + 'static,
         inputs: Vec<Array>,
-    ) -> Array {
-        Array::siblings_from_primitive(vec![OutputSpec { shape, dtype }], primitive, inputs).pop().expect("one output")
+    ) -> Result<Array> {
+        Ok(Array::siblings_from_primitive(vec![OutputSpec { shape, dtype }], primitive, inputs)?
+            .pop()
+            .expect("one output"))
     }
 
     /// Sibling arrays computed together by one multi-output primitive.
+    /// Fails when an output's shape is too large for any allocation.
     pub fn siblings_from_primitive(
         outputs: Vec<OutputSpec>,
         primitive: impl Primitive + 'static,
         inputs: Vec<Array>,
-    ) -> Vec<Array> {
+    ) -> Result<Vec<Array>> {
+        for o in &outputs {
+            if checked_nbytes(&o.shape, o.dtype.size()).is_none() {
+                return Err(Error::too_big(primitive.name(), &o.shape, o.dtype));
+            }
+        }
         let recipe = Arc::new(Recipe {
             primitive: Box::new(primitive),
             inputs,
@@ -117,7 +126,7 @@ impl Array {
             .collect();
         *recipe.siblings.lock().unwrap_or_else(|e| e.into_inner()) =
             arrays.iter().map(|a| Arc::downgrade(&a.node)).collect();
-        arrays
+        Ok(arrays)
     }
 
     /// An evaluated array over existing data.
@@ -156,7 +165,7 @@ impl Array {
                 format!("{} bytes do not hold a {dtype} array of shape {shape:?}.", bytes.len()),
             ));
         }
-        let storage = Arc::new(Storage::Cpu(CpuStorage::from_bytes(dtype, bytes)));
+        let storage = Arc::new(Storage::Cpu(CpuStorage::from_bytes(dtype, bytes)?));
         Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, dtype))
     }
 
@@ -167,7 +176,7 @@ impl Array {
 
     /// A 0-d array of `dtype` holding `value` cast to it.
     pub fn scalar_of(value: Scalar, dtype: Dtype) -> Array {
-        let storage = crate::backend::cpu::creation::full(value, dtype, 1);
+        let storage = crate::backend::cpu::creation::full(value, dtype, 1).expect("one element allocates");
         let storage = Arc::new(Storage::Cpu(CpuStorage::new(storage)));
         Array::from_data(ArrayData { storage, layout: Layout::contiguous(&[]) }, dtype)
     }
@@ -180,7 +189,7 @@ impl Array {
                 format!("{} values cannot fill an array of shape {shape:?}.", values.len()),
             ));
         }
-        let buffer = crate::backend::cpu::creation::from_scalars(values, dtype);
+        let buffer = crate::backend::cpu::creation::from_scalars(values, dtype)?;
         let storage = Arc::new(Storage::Cpu(CpuStorage::new(buffer)));
         Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, dtype))
     }
@@ -318,7 +327,11 @@ impl Array {
     /// Every element in row-major order as a dtype-agnostic [`Scalar`].
     pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
         let host = self.to_host()?;
-        Ok(crate::with_buffer!(host.buffer(), v => v.iter().map(|e| e.to_scalar()).collect()))
+        let mut out = Vec::new();
+        out.try_reserve_exact(host.len())
+            .map_err(|_| Error::allocation_failed("to_scalars", host.len() * size_of::<Scalar>(), "CPU"))?;
+        crate::with_buffer!(host.buffer(), v => out.extend(v.iter().map(|e| e.to_scalar())));
+        Ok(out)
     }
 
     /// The value of a one-element array as a dtype-agnostic [`Scalar`].

@@ -179,6 +179,28 @@ impl Dtype {
         }
     }
 
+    /// Whether an integer scalar lies in this integer dtype's range (other
+    /// scalars and dtypes always convert, possibly rounding or to infinity).
+    pub fn holds(self, value: crate::element::Scalar) -> bool {
+        use crate::element::Scalar;
+        let (lo, hi): (i128, i128) = match self {
+            U8 => (0, u8::MAX as i128),
+            U16 => (0, u16::MAX as i128),
+            U32 => (0, u32::MAX as i128),
+            U64 => (0, u64::MAX as i128),
+            I8 => (i8::MIN as i128, i8::MAX as i128),
+            I16 => (i16::MIN as i128, i16::MAX as i128),
+            I32 => (i32::MIN as i128, i32::MAX as i128),
+            I64 => (i64::MIN as i128, i64::MAX as i128),
+            _ => return true,
+        };
+        match value {
+            Scalar::Int(v) => (lo..=hi).contains(&(v as i128)),
+            Scalar::UInt(v) => (lo..=hi).contains(&(v as i128)),
+            _ => true,
+        }
+    }
+
     /// The dtype itself if inexact, otherwise float32 (MLX's `at_least_float`).
     pub fn at_least_float(self) -> Dtype {
         if self.is_inexact() {

@@ -30,9 +30,13 @@ pub enum Error {
     /// Any other invalid argument.
     #[error("[{op}] {msg}")]
     InvalidArgument { op: &'static str, msg: String },
-    /// A device or backend problem (no GPU, allocation beyond the memory limit, ...).
+    /// A device or backend problem (no GPU, a failed driver call, ...).
     #[error("[{op}] {msg}")]
     Device { op: &'static str, msg: String },
+    /// Memory that could not be had: the system refused an allocation, or it
+    /// would exceed the device's memory or the memory limit (Python's MemoryError).
+    #[error("[{op}] {msg}")]
+    OutOfMemory { op: &'static str, msg: String },
 }
 
 /// `Result` with ferrox's [`Error`].
@@ -42,6 +46,29 @@ impl Error {
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: &'static str, msg: impl Into<String>) -> Error {
         Error::InvalidArgument { op, msg: msg.into() }
+    }
+
+    /// The error for a shape whose byte size does not fit in memory's
+    /// address range (NumPy's "array is too big").
+    pub fn too_big(op: &'static str, shape: &[usize], dtype: Dtype) -> Error {
+        Error::invalid(
+            op,
+            format!("Array is too big: shape {} of {dtype} needs more than {} bytes.", fmt_shape(shape), isize::MAX),
+        )
+    }
+
+    /// The error for an allocation of `bytes` that the system refused.
+    pub fn allocation_failed(op: &'static str, bytes: usize, device: &str) -> Error {
+        Error::OutOfMemory { op, msg: format!("Unable to allocate {bytes} bytes on the {device}.") }
+    }
+
+    /// The same error attributed to `op` when it was raised by a shared
+    /// helper (an allocation inside a kernel reports the op that needed it).
+    pub fn in_op(self, op: &'static str) -> Error {
+        match self {
+            Error::OutOfMemory { op: "allocate", msg } => Error::OutOfMemory { op, msg },
+            other => other,
+        }
     }
 }
 

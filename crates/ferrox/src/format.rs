@@ -2,6 +2,9 @@
 
 use crate::array::Array;
 use crate::element::Scalar;
+use crate::error::Result;
+use crate::ops::{self, Index};
+use crate::shape::numel;
 use std::fmt;
 
 /// Formats a float like C's `%g` with 6 significant digits (what MLX prints).
@@ -48,52 +51,68 @@ fn fmt_scalar(s: Scalar) -> String {
     }
 }
 
-const SUMMARY_THRESHOLD: usize = 1000;
 const EDGE: usize = 3;
 
-fn fmt_block(vals: &[String], shape: &[usize], start: usize, depth: usize, summarize: bool, out: &mut String) {
-    let n = shape[0];
-    let inner: usize = shape[1..].iter().product();
-    let shown: Vec<Option<usize>> = if summarize && n > 2 * EDGE {
-        (0..EDGE).map(Some).chain(std::iter::once(None)).chain((n - EDGE..n).map(Some)).collect()
-    } else {
-        (0..n).map(Some).collect()
-    };
-    out.push('[');
-    for (k, item) in shown.iter().enumerate() {
-        if k > 0 {
-            if shape.len() == 1 {
-                out.push_str(", ");
-            } else {
-                out.push(',');
-                out.push_str(&"\n".repeat(shape.len() - 1));
-                out.push_str(&" ".repeat(7 + depth));
-            }
+/// The part of `a` its repr shows: as MLX, the first and last `EDGE`
+/// entries of every axis longer than `2 * EDGE` (computed lazily, so a huge
+/// broadcast view costs only what is printed), and which axes were cut.
+fn edges(a: &Array) -> Result<(Array, Vec<bool>)> {
+    let mut x = a.clone();
+    let mut cut = vec![false; a.ndim()];
+    for (ax, &n) in a.shape().iter().enumerate() {
+        if n <= 2 * EDGE {
+            continue;
         }
-        match item {
-            None => out.push_str("..."),
-            Some(i) if shape.len() == 1 => out.push_str(&vals[start + i]),
-            Some(i) => fmt_block(vals, &shape[1..], start + i * inner, depth + 1, summarize, out),
-        }
+        cut[ax] = true;
+        let part = |start: usize| {
+            let mut index = vec![Index::Slice { start: None, stop: None, step: None }; a.ndim()];
+            index[ax] = Index::Slice { start: Some(start as i64), stop: Some((start + EDGE) as i64), step: None };
+            ops::index(&x, &index)
+        };
+        x = ops::concatenate(&[part(0)?, part(n - EDGE)?], ax as isize)?;
     }
-    out.push(']');
+    Ok((x, cut))
 }
 
-/// The repr of an array (evaluates it).
-pub fn repr(a: &Array) -> crate::Result<String> {
-    let vals: Vec<String> = a.to_scalars()?.into_iter().map(fmt_scalar).collect();
-    if a.size() == 0 && a.ndim() > 1 {
-        // As NumPy and MLX: the shape cannot be read off an empty bracket.
-        let dims: Vec<String> = a.shape().iter().map(|d| d.to_string()).collect();
-        return Ok(format!("array([], shape=({}), dtype={})", dims.join(", "), a.dtype().name()));
+/// Nested brackets of `vals` (row-major over `shape`), with "..." before
+/// entry `EDGE` of each `cut` axis, laid out as MLX prints them (one line
+/// per innermost row). Iterative, so any number of dimensions is fine.
+fn fmt_nested(vals: &[String], shape: &[usize], cut: &[bool]) -> String {
+    let nd = shape.len();
+    let separator = |d: usize| if d + 1 == nd { ", ".to_string() } else { format!(",\n{}", " ".repeat(7 + d)) };
+    let mut out = String::from("[");
+    // (axis, offset of the block's first value, next entry)
+    let mut stack: Vec<(usize, usize, usize)> = vec![(0, 0, 0)];
+    while let Some(top) = stack.last_mut() {
+        let (d, start, k) = *top;
+        if k == shape[d] {
+            out.push(']');
+            stack.pop();
+            continue;
+        }
+        top.2 += 1;
+        if k > 0 {
+            out.push_str(&separator(d));
+        }
+        if cut[d] && k == EDGE {
+            out.push_str("...");
+            out.push_str(&separator(d));
+        }
+        if d + 1 == nd {
+            out.push_str(&vals[start + k]);
+        } else {
+            out.push('[');
+            stack.push((d + 1, start + k * numel(&shape[d + 1..]), 0));
+        }
     }
-    let body = if a.ndim() == 0 {
-        vals[0].clone()
-    } else {
-        let mut s = String::new();
-        fmt_block(&vals, a.shape(), 0, 0, a.size() > SUMMARY_THRESHOLD, &mut s);
-        s
-    };
+    out
+}
+
+/// The repr of an array (evaluates what it shows).
+pub fn repr(a: &Array) -> Result<String> {
+    let (shown, cut) = edges(a)?;
+    let vals: Vec<String> = shown.to_scalars()?.into_iter().map(fmt_scalar).collect();
+    let body = if a.ndim() == 0 { vals[0].clone() } else { fmt_nested(&vals, shown.shape(), &cut) };
     Ok(format!("array({body}, dtype={})", a.dtype().name()))
 }
 
@@ -125,10 +144,22 @@ mod tests {
     }
 
     #[test]
-    fn empty_arrays_show_their_shape() {
-        let a = crate::ops::zeros(&[0, 3], crate::Dtype::F32).unwrap();
-        assert_eq!(super::repr(&a).unwrap(), "array([], shape=(0, 3), dtype=float32)");
-        let b = crate::ops::zeros(&[0], crate::Dtype::I32).unwrap();
-        assert_eq!(super::repr(&b).unwrap(), "array([], dtype=int32)");
+    fn empty_arrays_print_brackets_down_to_the_empty_axis() {
+        let repr = |shape: &[usize]| super::repr(&crate::ops::zeros(shape, crate::Dtype::F32).unwrap()).unwrap();
+        assert_eq!(repr(&[0, 3]), "array([], dtype=float32)");
+        assert_eq!(repr(&[2, 0, 2]), "array([[],\n       []], dtype=float32)");
+        assert_eq!(repr(&[0]), "array([], dtype=float32)");
+    }
+
+    #[test]
+    fn long_axes_are_summarized_and_blocks_are_one_line_apart() {
+        let a = crate::ops::arange(0.0, 10.0, 1.0, crate::Dtype::I32).unwrap();
+        assert_eq!(super::repr(&a).unwrap(), "array([0, 1, 2, ..., 7, 8, 9], dtype=int32)");
+        let b =
+            crate::ops::reshape(&crate::ops::arange(0.0, 8.0, 1.0, crate::Dtype::I32).unwrap(), &[2, 2, 2]).unwrap();
+        assert_eq!(
+            super::repr(&b).unwrap(),
+            "array([[[0, 1],\n        [2, 3]],\n       [[4, 5],\n        [6, 7]]], dtype=int32)"
+        );
     }
 }

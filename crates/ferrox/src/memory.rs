@@ -17,7 +17,7 @@ pub(crate) fn on_free(bytes: usize) {
 }
 
 /// Bytes of physical memory on this machine (1 GiB if it cannot be read).
-pub(crate) fn physical_memory() -> usize {
+pub fn physical_memory() -> usize {
     #[cfg(unix)]
     {
         // SAFETY: sysconf only reads system configuration.

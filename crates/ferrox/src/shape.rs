@@ -18,14 +18,27 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut acc = 1isize;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
-        acc *= d.max(1) as isize;
+        // Saturates: only shapes with a zero extent can overflow here, and
+        // their strides are never used to address an element.
+        acc = acc.saturating_mul(d.max(1).min(isize::MAX as usize) as isize);
     }
     strides
 }
 
-/// Number of elements of a shape.
+/// Number of elements of a shape. Saturates at `usize::MAX` rather than
+/// wrapping, so a shape too large for memory never looks small (and a zero
+/// extent anywhere gives 0, however large the others).
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    if shape.contains(&0) {
+        return 0;
+    }
+    shape.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
+}
+
+/// Bytes an array of `shape` with `itemsize`-byte elements occupies, or
+/// `None` when that exceeds `isize::MAX` (no allocation could hold it).
+pub fn checked_nbytes(shape: &[usize], itemsize: usize) -> Option<usize> {
+    numel(shape).checked_mul(itemsize).filter(|&b| b <= isize::MAX as usize)
 }
 
 /// NumPy broadcasting of two shapes; `None` if they are incompatible.

@@ -1,10 +1,10 @@
 //! Array creation: constants, ranges, identity matrices.
 
-use super::elementwise::astype;
+use super::elementwise::{add, astype, divide, multiply, subtract};
 use super::shaping::broadcast_to;
 use crate::array::Array;
 use crate::dtype::Dtype;
-use crate::element::Scalar;
+use crate::element::{Element, Scalar};
 use crate::error::{fmt_shape, Error, Result};
 use crate::primitives::{Arange, AsType, Eye, Full};
 
@@ -17,7 +17,7 @@ use crate::primitives::{Arange, AsType, Eye, Full};
 /// # Ok::<(), ferrox::Error>(())
 /// ```
 pub fn full_scalar(shape: &[usize], value: Scalar, dtype: Dtype) -> Result<Array> {
-    Ok(Array::from_primitive(shape.to_vec(), dtype, Full(value), vec![]))
+    Array::from_primitive(shape.to_vec(), dtype, Full(value), vec![])
 }
 
 /// An array of `shape` filled by broadcasting `values`, cast to `dtype`
@@ -30,7 +30,7 @@ pub fn full(shape: &[usize], values: &Array, dtype: Option<Dtype>) -> Result<Arr
             format!("Cannot broadcast values of shape {} to {}.", fmt_shape(values.shape()), fmt_shape(shape)),
         )
     })?;
-    Ok(Array::from_primitive(shape.to_vec(), dtype, AsType(dtype), vec![b]))
+    Array::from_primitive(shape.to_vec(), dtype, AsType(dtype), vec![b])
 }
 
 /// An array of zeros.
@@ -62,30 +62,57 @@ pub fn ones_like(a: &Array) -> Result<Array> {
 /// # Ok::<(), ferrox::Error>(())
 /// ```
 pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
-    if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
-        return Err(Error::invalid(
-            "arange",
-            "Cannot compute length: start, stop and step must be finite and step non-zero.",
-        ));
+    if step == 0.0 {
+        return Err(Error::invalid("arange", "step must be nonzero."));
+    }
+    if !step.is_finite() || !start.is_finite() || !stop.is_finite() {
+        return Err(Error::invalid("arange", "Cannot compute length: start, stop and step must be finite."));
     }
     if dtype == Dtype::Bool {
-        return Err(Error::UnsupportedDtype { op: "arange", dtype, detail: "Cannot arange with a bool dtype" });
+        return Err(Error::UnsupportedDtype { op: "arange", dtype, detail: "bool not supported for arange" });
     }
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
-    Ok(Array::from_primitive(vec![n], dtype, Arange { start, step }, vec![]))
+    // As MLX: the first value and the increment are the dtype's own values,
+    // `T(start)` and `T(start + step) - T(start)` (so an integer range with a
+    // fractional start steps by whole numbers).
+    fn first_and_step<T: Element>(start: f64, step: f64) -> (f64, f64) {
+        let first = T::from_scalar(Scalar::Float(start));
+        let next = T::from_scalar(Scalar::Float(start + step));
+        (first.to_scalar().as_f64(), next.sub(first).to_scalar().as_f64())
+    }
+    use half::{bf16, f16};
+    let (first, step) = match dtype {
+        Dtype::U8 => first_and_step::<u8>(start, step),
+        Dtype::U16 => first_and_step::<u16>(start, step),
+        Dtype::U32 => first_and_step::<u32>(start, step),
+        Dtype::U64 => first_and_step::<u64>(start, step),
+        Dtype::I8 => first_and_step::<i8>(start, step),
+        Dtype::I16 => first_and_step::<i16>(start, step),
+        Dtype::I32 => first_and_step::<i32>(start, step),
+        Dtype::I64 => first_and_step::<i64>(start, step),
+        Dtype::F16 => first_and_step::<f16>(start, step),
+        Dtype::BF16 => first_and_step::<bf16>(start, step),
+        Dtype::F32 => first_and_step::<f32>(start, step),
+        Dtype::F64 | Dtype::C64 | Dtype::Bool => (start, step),
+    };
+    Array::from_primitive(vec![n], dtype, Arange { start: first, step }, vec![])
 }
 
 /// `num` evenly spaced values from `start` to `stop`, both included.
+/// Computed in float64 as `start·(1 − t) + stop·t` with `t = i / (num − 1)`,
+/// so both ends are exact whatever their magnitudes (as in MLX).
 pub fn linspace(start: f64, stop: f64, num: usize, dtype: Dtype) -> Result<Array> {
-    let step = if num > 1 { (stop - start) / (num - 1) as f64 } else { 0.0 };
-    let values = Array::from_primitive(vec![num], Dtype::F64, Arange { start, step }, vec![]);
-    astype(&values, dtype)
+    let f64_scalar = |v: f64| Array::scalar_of(Scalar::Float(v), Dtype::F64);
+    let i = Array::from_primitive(vec![num], Dtype::F64, Arange { start: 0.0, step: 1.0 }, vec![])?;
+    let t = divide(&i, &f64_scalar(num.saturating_sub(1).max(1) as f64))?;
+    let from_start = multiply(&subtract(&f64_scalar(1.0), &t)?, &f64_scalar(start))?;
+    astype(&add(&from_start, &multiply(&t, &f64_scalar(stop))?)?, dtype)
 }
 
 /// An `n × m` matrix (m defaults to n) with ones on diagonal `k`.
 pub fn eye(n: usize, m: Option<usize>, k: isize, dtype: Dtype) -> Result<Array> {
     let m = m.unwrap_or(n);
-    Ok(Array::from_primitive(vec![n, m], dtype, Eye { k }, vec![]))
+    Array::from_primitive(vec![n, m], dtype, Eye { k }, vec![])
 }
 
 /// The `n × n` identity matrix.

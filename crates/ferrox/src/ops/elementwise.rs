@@ -14,14 +14,16 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
     if a.dtype() == dtype {
         return Ok(a.clone());
     }
-    Ok(Array::from_primitive(a.shape().to_vec(), dtype, AsType(dtype), vec![a.clone()]))
+    Array::from_primitive(a.shape().to_vec(), dtype, AsType(dtype), vec![a.clone()])
 }
 
 /// A Python-style weakly typed scalar for combining with an array of dtype
 /// `like`, following MLX: a bool stays bool; an int takes `like` unless
 /// `like` is bool (then int32); a float takes `like` if it is inexact,
-/// else float32; a complex number is complex64.
-pub fn weak_scalar(value: Scalar, like: Dtype) -> Array {
+/// else float32; a complex number is complex64. An int that the chosen
+/// integer dtype cannot hold is an error (MLX's overflow check), never a
+/// silently wrapped value.
+pub fn weak_scalar(value: Scalar, like: Dtype) -> Result<Array> {
     let dtype = match value {
         Scalar::Bool(_) => Dtype::Bool,
         Scalar::Int(_) | Scalar::UInt(_) => {
@@ -40,7 +42,15 @@ pub fn weak_scalar(value: Scalar, like: Dtype) -> Array {
         }
         Scalar::Complex(..) => Dtype::C64,
     };
-    Array::scalar_of(value, dtype)
+    if !dtype.holds(value) {
+        let shown = match value {
+            Scalar::Int(v) => v.to_string(),
+            Scalar::UInt(v) => v.to_string(),
+            other => format!("{other:?}"),
+        };
+        return Err(Error::invalid("array", format!("Converting {shown} to {dtype} would result in overflow.")));
+    }
+    Ok(Array::scalar_of(value, dtype))
 }
 
 fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
@@ -49,7 +59,7 @@ fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
         return Err(Error::UnsupportedDtype { op: "negative", dtype, detail: "The argument must not be boolean" });
     }
     let x = astype(a, dtype)?;
-    Ok(Array::from_primitive(a.shape().to_vec(), dtype, Unary(op), vec![x]))
+    Array::from_primitive(a.shape().to_vec(), dtype, Unary(op), vec![x])
 }
 
 /// Elementwise negation (not defined for bool).
@@ -117,7 +127,7 @@ pub(crate) fn binary_op(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     }
     let out_dtype = if op.is_comparison() { Dtype::Bool } else { dtype };
     let (x, y) = (astype(a, dtype)?, astype(b, dtype)?);
-    Ok(Array::from_primitive(shape, out_dtype, Binary(op), vec![x, y]))
+    Array::from_primitive(shape, out_dtype, Binary(op), vec![x, y])
 }
 
 macro_rules! binary_ops {
@@ -172,10 +182,10 @@ pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
     let shape = broadcast_pair("where", cond.shape(), &xy)?;
     let dtype = Dtype::promote(x.dtype(), y.dtype());
     let inputs = vec![astype(cond, Dtype::Bool)?, astype(x, dtype)?, astype(y, dtype)?];
-    Ok(Array::from_primitive(shape, dtype, Select, inputs))
+    Array::from_primitive(shape, dtype, Select, inputs)
 }
 
 /// `a` unchanged, but treated as a constant by gradient transforms.
 pub fn stop_gradient(a: &Array) -> Result<Array> {
-    Ok(Array::from_primitive(a.shape().to_vec(), a.dtype(), StopGradient, vec![a.clone()]))
+    Array::from_primitive(a.shape().to_vec(), a.dtype(), StopGradient, vec![a.clone()])
 }

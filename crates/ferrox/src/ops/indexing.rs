@@ -26,11 +26,14 @@ pub enum Index {
     Ellipsis,
 }
 
-/// Start and length of a Python slice over an axis of extent `n`.
+/// Start and length of a Python slice over an axis of extent `n`. Any
+/// `i64` values are valid (arithmetic is done in `i128`, so huge steps and
+/// bounds give Python's answer instead of overflowing).
 pub fn slice_bounds(n: usize, start: Option<i64>, stop: Option<i64>, step: i64) -> (usize, usize) {
-    let n = n as i64;
-    let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
-    let resolve = |v: i64| if v < 0 { v + n } else { v };
+    let n = n as i128;
+    let step = step as i128;
+    let clamp = |v: i128, lo: i128, hi: i128| v.max(lo).min(hi);
+    let resolve = |v: i64| if v < 0 { v as i128 + n } else { v as i128 };
     if step > 0 {
         let s = start.map_or(0, |v| clamp(resolve(v), 0, n));
         let e = stop.map_or(n, |v| clamp(resolve(v), 0, n));
@@ -89,7 +92,9 @@ pub fn index(a: &Array, indices: &[Index]) -> Result<Array> {
                 let (s0, l) = slice_bounds(a.shape()[ax], *s, *e, st);
                 start[ax] = s0;
                 len[ax] = l;
-                step[ax] = st as isize;
+                // With at most one element the step never moves (and a huge
+                // step times a stride could overflow).
+                step[ax] = if l > 1 { st as isize } else { 1 };
                 out_axes.push(Some(ax));
                 ax += 1;
             }
@@ -108,7 +113,7 @@ pub fn index(a: &Array, indices: &[Index]) -> Result<Array> {
     let sliced = if is_identity {
         a.clone()
     } else {
-        Array::from_primitive(len.clone(), a.dtype(), Slice { start, len: len.clone(), step }, vec![a.clone()])
+        Array::from_primitive(len.clone(), a.dtype(), Slice { start, len: len.clone(), step }, vec![a.clone()])?
     };
     let shape: Vec<usize> = out_axes.iter().map(|o| o.map_or(1, |i| len[i])).collect();
     reshape_to(&sliced, shape)

@@ -45,7 +45,7 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     let dtype = Dtype::promote(a.dtype(), b.dtype());
     let mut shape = batch.clone();
     shape.extend_from_slice(&[xs[xn - 2], ys[yn - 1]]);
-    let out = Array::from_primitive(shape.clone(), dtype, Matmul, vec![astype(&x, dtype)?, astype(&y, dtype)?]);
+    let out = Array::from_primitive(shape.clone(), dtype, Matmul, vec![astype(&x, dtype)?, astype(&y, dtype)?])?;
     let mut final_shape = batch;
     if a.ndim() > 1 {
         final_shape.push(shape[shape.len() - 2]);

@@ -19,13 +19,13 @@ macro_rules! operator {
         impl $trait<f64> for &Array {
             type Output = Result<Array>;
             fn $method(self, rhs: f64) -> Result<Array> {
-                $func(self, &weak_scalar(Scalar::Float(rhs), self.dtype()))
+                $func(self, &weak_scalar(Scalar::Float(rhs), self.dtype())?)
             }
         }
         impl $trait<&Array> for f64 {
             type Output = Result<Array>;
             fn $method(self, rhs: &Array) -> Result<Array> {
-                $func(&weak_scalar(Scalar::Float(self), rhs.dtype()), rhs)
+                $func(&weak_scalar(Scalar::Float(self), rhs.dtype())?, rhs)
             }
         }
     };

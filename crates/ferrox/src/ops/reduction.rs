@@ -1,6 +1,6 @@
 //! Reductions over any axes (sum, prod, max, min, mean) and arg-reductions.
 
-use super::elementwise::{astype, divide};
+use super::elementwise::{astype, multiply};
 use super::shaping::{flatten, reshape_to};
 use super::{axis, normalize_axes};
 use crate::array::Array;
@@ -28,18 +28,21 @@ fn dropped_shape(a: &Array, axes: &[usize]) -> Vec<usize> {
 
 fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = reduce_axes(name, a, axes)?;
-    let out_dtype = match op {
-        ReduceOp::Sum | ReduceOp::Prod if a.dtype() == Dtype::Bool => Dtype::I32,
-        _ => a.dtype(),
+    // As MLX: sums and products of narrow integers accumulate in 32 bits.
+    let out_dtype = match (op, a.dtype()) {
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::Bool | Dtype::I8 | Dtype::I16) => Dtype::I32,
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::U8 | Dtype::U16) => Dtype::U32,
+        (_, d) => d,
     };
     if matches!(op, ReduceOp::Max | ReduceOp::Min) && axes.iter().any(|&i| a.shape()[i] == 0) {
         return Err(Error::invalid(name, format!("Cannot {name} reduce zero size array.")));
     }
     let out = if axes.is_empty() {
-        astype(a, out_dtype)?
+        // Nothing to reduce: MLX returns the input, dtype included.
+        a.clone()
     } else {
         let shape = kept_shape(a, &axes);
-        Array::from_primitive(shape, out_dtype, Reduce { op, axes: axes.clone() }, vec![a.clone()])
+        Array::from_primitive(shape, out_dtype, Reduce { op, axes: axes.clone() }, vec![a.clone()])?
     };
     if keepdims {
         Ok(out)
@@ -48,7 +51,8 @@ fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, k
     }
 }
 
-/// Sum over `axes` (`None` = all). Bool sums are int32; integers wrap.
+/// Sum over `axes` (`None` = all). Bool, int8 and int16 sums are int32,
+/// uint8 and uint16 sums uint32 (as MLX); wider integers wrap.
 ///
 /// ```
 /// use ferrox::{ops, Array};
@@ -60,7 +64,7 @@ pub fn sum(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Sum, "sum", a, axes, keepdims)
 }
 
-/// Product over `axes` (`None` = all).
+/// Product over `axes` (`None` = all), with `sum`'s result dtypes.
 pub fn prod(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Prod, "prod", a, axes, keepdims)
 }
@@ -75,13 +79,15 @@ pub fn min(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Min, "min", a, axes, keepdims)
 }
 
-/// Mean over `axes` (`None` = all); integers average in float32.
+/// Mean over `axes` (`None` = all), as MLX computes it: `sum(a)` (with
+/// sum's dtype rules, so integer sums wrap) times `1 / count` in
+/// `at_least_float(dtype)`; integers average in float32.
 pub fn mean(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let resolved = reduce_axes("mean", a, axes)?;
     let count: usize = resolved.iter().map(|&i| a.shape()[i]).product();
     let dtype = a.dtype().at_least_float();
-    let total = sum(&astype(a, dtype)?, Some(&resolved.iter().map(|&i| i as isize).collect::<Vec<_>>()), keepdims)?;
-    divide(&total, &Array::scalar_of(Scalar::Float(count as f64), dtype))
+    let total = sum(a, Some(&resolved.iter().map(|&i| i as isize).collect::<Vec<_>>()), keepdims)?;
+    multiply(&total, &Array::scalar_of(Scalar::Float(1.0 / count as f64), dtype))
 }
 
 fn arg_reduce(op: ArgReduceOp, name: &'static str, a: &Array, axis_: Option<isize>, keepdims: bool) -> Result<Array> {
@@ -93,7 +99,7 @@ fn arg_reduce(op: ArgReduceOp, name: &'static str, a: &Array, axis_: Option<isiz
         None => (flatten(a, 0, -1)?, 0),
     };
     let shape = kept_shape(&x, &[ax]);
-    let out = Array::from_primitive(shape, Dtype::U32, ArgReduce { op, axis: ax }, vec![x.clone()]);
+    let out = Array::from_primitive(shape, Dtype::U32, ArgReduce { op, axis: ax }, vec![x.clone()])?;
     match (axis_, keepdims) {
         (Some(_), true) => Ok(out),
         (Some(_), false) => reshape_to(&out, dropped_shape(&x, &[ax])),
@@ -123,6 +129,6 @@ pub fn sum_to_shape(x: &Array, shape: &[usize]) -> Result<Array> {
         .filter(|&i| i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1))
         .map(|i| i as isize)
         .collect();
-    let summed = sum(x, Some(&axes), true)?;
+    let summed = astype(&sum(x, Some(&axes), true)?, x.dtype())?;
     reshape_to(&summed, shape.to_vec())
 }

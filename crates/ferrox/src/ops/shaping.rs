@@ -54,7 +54,7 @@ pub(crate) fn reshape_to(a: &Array, shape: Vec<usize>) -> Result<Array> {
     if shape == a.shape() {
         return Ok(a.clone());
     }
-    Ok(Array::from_primitive(shape.clone(), a.dtype(), Reshape { shape }, vec![a.clone()]))
+    Array::from_primitive(shape.clone(), a.dtype(), Reshape { shape }, vec![a.clone()])
 }
 
 /// Permutes the axes (reverses them when `axes` is `None`).
@@ -79,7 +79,7 @@ pub fn transpose(a: &Array, axes: Option<&[isize]>) -> Result<Array> {
         }
     };
     let shape = perm.iter().map(|&p| a.shape()[p]).collect();
-    Ok(Array::from_primitive(shape, a.dtype(), Transpose { perm }, vec![a.clone()]))
+    Array::from_primitive(shape, a.dtype(), Transpose { perm }, vec![a.clone()])
 }
 
 /// Moves axis `a1` to `a2`'s place and back (a transpose view).
@@ -105,7 +105,7 @@ pub fn broadcast_to(a: &Array, shape: &[usize]) -> Result<Array> {
     if a.shape() == shape {
         return Ok(a.clone());
     }
-    Ok(Array::from_primitive(shape.to_vec(), a.dtype(), BroadcastTo { shape: shape.to_vec() }, vec![a.clone()]))
+    Array::from_primitive(shape.to_vec(), a.dtype(), BroadcastTo { shape: shape.to_vec() }, vec![a.clone()])
 }
 
 /// Inserts extent-1 axes at `axes` (positions in the output).
@@ -139,16 +139,25 @@ pub fn squeeze(a: &Array, axes: Option<&[isize]>) -> Result<Array> {
     reshape_to(a, shape)
 }
 
-/// Merges axes `start_axis..=end_axis` into one.
+/// Merges axes `start_axis..=end_axis` into one. As in MLX, negative axes
+/// count from the end and out-of-range ones are clamped to the array.
 pub fn flatten(a: &Array, start_axis: isize, end_axis: isize) -> Result<Array> {
     if a.ndim() == 0 {
         return reshape_to(a, vec![1]);
     }
-    let s = axis("flatten", start_axis, a.ndim())?;
-    let e = axis("flatten", end_axis, a.ndim())?;
-    if s > e {
+    let nd = a.ndim() as isize;
+    let resolve = |ax: isize| if ax < 0 { ax.saturating_add(nd) } else { ax };
+    let (s, e) = (resolve(start_axis).max(0), resolve(end_axis).min(nd - 1));
+    if e < s {
         return Err(Error::invalid("flatten", "start_axis must be less than or equal to end_axis."));
     }
+    if s >= nd {
+        return Err(Error::invalid("flatten", "Invalid start_axis."));
+    }
+    if e < 0 {
+        return Err(Error::invalid("flatten", "Invalid end_axis."));
+    }
+    let (s, e) = (s as usize, e as usize);
     let mut shape = a.shape()[..s].to_vec();
     shape.push(numel(&a.shape()[s..=e]));
     shape.extend_from_slice(&a.shape()[e + 1..]);
@@ -181,7 +190,7 @@ pub fn concatenate(arrays: &[Array], axis_: isize) -> Result<Array> {
         dtype = Dtype::promote(dtype, a.dtype());
     }
     let inputs = arrays.iter().map(|a| astype(a, dtype)).collect::<Result<Vec<_>>>()?;
-    Ok(Array::from_primitive(shape, dtype, Concatenate { axis: ax }, inputs))
+    Array::from_primitive(shape, dtype, Concatenate { axis: ax }, inputs)
 }
 
 /// Joins arrays of one shape along a new axis.

@@ -59,7 +59,7 @@ impl Primitive for Unary {
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let x = super::front(inputs, axes)?;
-        super::batched(Array::from_primitive(x.shape().to_vec(), x.dtype(), self.clone(), vec![x]))
+        super::batched(Array::from_primitive(x.shape().to_vec(), x.dtype(), self.clone(), vec![x])?)
     }
 }
 

@@ -107,11 +107,11 @@ impl Primitive for Slice {
             inputs[0].dtype(),
             SliceUpdate { start: self.start.clone(), len: self.len.clone(), step: self.step.clone() },
             vec![zeros, cotangents[0].clone()],
-        )])
+        )?])
     }
     fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         let t = &tangents[0];
-        Ok(vec![Array::from_primitive(self.len.clone(), t.dtype(), self.clone(), vec![t.clone()])])
+        Ok(vec![Array::from_primitive(self.len.clone(), t.dtype(), self.clone(), vec![t.clone()])?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let x = super::front(inputs, axes)?;
@@ -121,7 +121,7 @@ impl Primitive for Slice {
             len: std::iter::once(b).chain(self.len.iter().copied()).collect(),
             step: std::iter::once(1).chain(self.step.iter().copied()).collect(),
         };
-        super::batched(Array::from_primitive(p.len.clone(), x.dtype(), p, vec![x]))
+        super::batched(Array::from_primitive(p.len.clone(), x.dtype(), p, vec![x])?)
     }
 }
 
@@ -155,16 +155,16 @@ impl Primitive for SliceUpdate {
             .map(|&i| {
                 if i == 0 {
                     let hole = ops::zeros_like(&inputs[1])?;
-                    Ok(Array::from_primitive(c.shape().to_vec(), c.dtype(), self.clone(), vec![c.clone(), hole]))
+                    Array::from_primitive(c.shape().to_vec(), c.dtype(), self.clone(), vec![c.clone(), hole])
                 } else {
-                    Ok(Array::from_primitive(self.len.clone(), c.dtype(), slice.clone(), vec![c.clone()]))
+                    Array::from_primitive(self.len.clone(), c.dtype(), slice.clone(), vec![c.clone()])
                 }
             })
             .collect()
     }
     fn jvp(&self, _: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         let out = &outputs[0];
-        Ok(vec![Array::from_primitive(out.shape().to_vec(), out.dtype(), self.clone(), tangents.to_vec())])
+        Ok(vec![Array::from_primitive(out.shape().to_vec(), out.dtype(), self.clone(), tangents.to_vec())?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let x = crate::transforms::vmap::all_batched(inputs, axes)?;
@@ -174,7 +174,7 @@ impl Primitive for SliceUpdate {
             len: std::iter::once(b).chain(self.len.iter().copied()).collect(),
             step: std::iter::once(1).chain(self.step.iter().copied()).collect(),
         };
-        super::batched(Array::from_primitive(x[0].shape().to_vec(), x[0].dtype(), p, x))
+        super::batched(Array::from_primitive(x[0].shape().to_vec(), x[0].dtype(), p, x)?)
     }
 }
 

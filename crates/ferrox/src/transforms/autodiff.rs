@@ -38,7 +38,7 @@ impl Drop for TraceGuard {
 
 /// Distinct graph nodes standing for the arguments, so that the same array
 /// passed twice gets two gradients.
-fn tracers(primals: &[Array]) -> Vec<Array> {
+fn tracers(primals: &[Array]) -> Result<Vec<Array>> {
     primals.iter().map(|p| Array::from_primitive(p.shape().to_vec(), p.dtype(), Identity, vec![p.clone()])).collect()
 }
 
@@ -180,7 +180,7 @@ pub fn vjp(
     cotangents: &[Array],
 ) -> Result<(Vec<Array>, Vec<Array>)> {
     let _trace = TraceGuard::new();
-    let inputs = tracers(primals);
+    let inputs = tracers(primals)?;
     let outputs = f(&inputs)?;
     check_shapes("vjp", "cotangent", &outputs, cotangents)?;
     // Cotangents take their output's dtype, as in MLX.
@@ -199,7 +199,7 @@ pub fn jvp(
 ) -> Result<(Vec<Array>, Vec<Array>)> {
     check_shapes("jvp", "tangent", primals, tangents)?;
     let _trace = TraceGuard::new();
-    let inputs = tracers(primals);
+    let inputs = tracers(primals)?;
     let outputs = f(&inputs)?;
     let tape = record(&inputs, &outputs, true);
     let mut tans: HashMap<usize, Array> = HashMap::new();
@@ -246,7 +246,7 @@ pub fn value_and_grad(
         ));
     }
     let _trace = TraceGuard::new();
-    let inputs = tracers(args);
+    let inputs = tracers(args)?;
     let outputs = f(&inputs)?;
     let loss = outputs.first().ok_or_else(|| Error::invalid("grad", "The function must return at least one array."))?;
     if loss.size() != 1 || loss.ndim() != 0 {

@@ -4,6 +4,7 @@ use crate::array::{Array, ArrayData, Recipe};
 use crate::backend::dispatcher;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::shape::checked_nbytes;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -59,7 +60,8 @@ fn run(recipe: &Recipe) -> Result<()> {
     let stream = recipe.stream;
     let backend = dispatcher::backend(stream)?;
     let inputs = recipe.inputs.iter().map(|a| input_on(recipe, a)).collect::<Result<Vec<_>>>()?;
-    let outputs = recipe.primitive.eval(backend, &inputs, &recipe.outputs)?;
+    let name = recipe.primitive.name();
+    let outputs = recipe.primitive.eval(backend, &inputs, &recipe.outputs).map_err(|e| e.in_op(name))?;
     let keep_recipe = crate::transforms::autodiff::is_tracing();
     for (node, data) in recipe.sibling_nodes().into_iter().zip(outputs) {
         if let Some(node) = node {
@@ -102,9 +104,9 @@ fn check_allocation(recipe: &Recipe) -> Result<()> {
     let limit = crate::memory::memory_limit(capacity);
     let mut total = 0usize;
     for out in &recipe.outputs {
-        let bytes = out.shape.iter().try_fold(out.dtype.size(), |acc, &d| acc.checked_mul(d));
+        let bytes = checked_nbytes(&out.shape, out.dtype.size());
         if bytes.is_none_or(|b| b > limit) {
-            return Err(Error::Device {
+            return Err(Error::OutOfMemory {
                 op: recipe.primitive.name(),
                 msg: format!(
                     "Attempting to allocate {} bytes which is greater than the maximum allowed buffer size of {limit} bytes.",
@@ -116,7 +118,7 @@ fn check_allocation(recipe: &Recipe) -> Result<()> {
     }
     let active = crate::memory::get_active_memory();
     if device == Device::CPU && crate::memory::limit_is_set() && active + total > limit {
-        return Err(Error::Device {
+        return Err(Error::OutOfMemory {
             op: recipe.primitive.name(),
             msg: format!(
                 "Attempting to allocate {total} bytes with {active} bytes in use would exceed the memory limit of {limit} bytes."

@@ -131,7 +131,7 @@ pub fn vmap(
                 let mut index = vec![Index::Slice { start: None, stop: None, step: None }; x.ndim()];
                 index[*a] = Index::Int(0);
                 let first = ops::index(x, &index)?;
-                Ok(Array::from_primitive(first.shape().to_vec(), first.dtype(), Identity, vec![first]))
+                Array::from_primitive(first.shape().to_vec(), first.dtype(), Identity, vec![first])
             }
         })
         .collect::<Result<_>>()?;

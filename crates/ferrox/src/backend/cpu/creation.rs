@@ -3,6 +3,7 @@
 use super::storage::{output_vec, zeroed_vec, CpuBuffer, CpuElement};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
+use crate::error::Result;
 use rayon::prelude::*;
 
 /// Builds a buffer of `dtype` by calling `make::<T>()` with the matching type.
@@ -11,71 +12,79 @@ macro_rules! typed_buffer {
         use half::{bf16, f16};
         use num_complex::Complex32;
         match $dtype {
-            Dtype::Bool => CpuBuffer::Bool($make::<bool>($($arg),*)),
-            Dtype::U8 => CpuBuffer::U8($make::<u8>($($arg),*)),
-            Dtype::U16 => CpuBuffer::U16($make::<u16>($($arg),*)),
-            Dtype::U32 => CpuBuffer::U32($make::<u32>($($arg),*)),
-            Dtype::U64 => CpuBuffer::U64($make::<u64>($($arg),*)),
-            Dtype::I8 => CpuBuffer::I8($make::<i8>($($arg),*)),
-            Dtype::I16 => CpuBuffer::I16($make::<i16>($($arg),*)),
-            Dtype::I32 => CpuBuffer::I32($make::<i32>($($arg),*)),
-            Dtype::I64 => CpuBuffer::I64($make::<i64>($($arg),*)),
-            Dtype::F16 => CpuBuffer::F16($make::<f16>($($arg),*)),
-            Dtype::BF16 => CpuBuffer::BF16($make::<bf16>($($arg),*)),
-            Dtype::F32 => CpuBuffer::F32($make::<f32>($($arg),*)),
-            Dtype::F64 => CpuBuffer::F64($make::<f64>($($arg),*)),
-            Dtype::C64 => CpuBuffer::C64($make::<Complex32>($($arg),*)),
+            Dtype::Bool => CpuBuffer::Bool($make::<bool>($($arg),*)?),
+            Dtype::U8 => CpuBuffer::U8($make::<u8>($($arg),*)?),
+            Dtype::U16 => CpuBuffer::U16($make::<u16>($($arg),*)?),
+            Dtype::U32 => CpuBuffer::U32($make::<u32>($($arg),*)?),
+            Dtype::U64 => CpuBuffer::U64($make::<u64>($($arg),*)?),
+            Dtype::I8 => CpuBuffer::I8($make::<i8>($($arg),*)?),
+            Dtype::I16 => CpuBuffer::I16($make::<i16>($($arg),*)?),
+            Dtype::I32 => CpuBuffer::I32($make::<i32>($($arg),*)?),
+            Dtype::I64 => CpuBuffer::I64($make::<i64>($($arg),*)?),
+            Dtype::F16 => CpuBuffer::F16($make::<f16>($($arg),*)?),
+            Dtype::BF16 => CpuBuffer::BF16($make::<bf16>($($arg),*)?),
+            Dtype::F32 => CpuBuffer::F32($make::<f32>($($arg),*)?),
+            Dtype::F64 => CpuBuffer::F64($make::<f64>($($arg),*)?),
+            Dtype::C64 => CpuBuffer::C64($make::<Complex32>($($arg),*)?),
         }
     }};
 }
 
 /// `n` copies of `value` cast to `dtype`.
-pub fn full(value: Scalar, dtype: Dtype, n: usize) -> CpuBuffer {
-    fn make<T: CpuElement>(value: Scalar, n: usize) -> Vec<T> {
+pub fn full(value: Scalar, dtype: Dtype, n: usize) -> Result<CpuBuffer> {
+    fn make<T: CpuElement>(value: Scalar, n: usize) -> Result<Vec<T>> {
         let v = T::from_scalar(value);
         if v == T::zero() {
             zeroed_vec(n)
         } else {
-            let mut out = output_vec::<T>(n);
+            let mut out = output_vec::<T>(n)?;
             out.par_iter_mut().with_min_len(1 << 14).for_each(|o| *o = v);
-            out
+            Ok(out)
         }
     }
-    typed_buffer!(dtype, make(value, n))
+    Ok(typed_buffer!(dtype, make(value, n)))
 }
 
 /// `start + i * step` for i in 0..n, computed in f64 and cast.
-pub fn arange(start: f64, step: f64, n: usize, dtype: Dtype) -> CpuBuffer {
-    fn make<T: CpuElement>(start: f64, step: f64, n: usize) -> Vec<T> {
-        let mut out = output_vec::<T>(n);
+pub fn arange(start: f64, step: f64, n: usize, dtype: Dtype) -> Result<CpuBuffer> {
+    fn make<T: CpuElement>(start: f64, step: f64, n: usize) -> Result<Vec<T>> {
+        let mut out = output_vec::<T>(n)?;
         out.par_iter_mut()
             .with_min_len(1 << 14)
             .enumerate()
             .for_each(|(i, o)| *o = T::from_scalar(Scalar::Float(start + i as f64 * step)));
-        out
+        Ok(out)
     }
-    typed_buffer!(dtype, make(start, step, n))
+    Ok(typed_buffer!(dtype, make(start, step, n)))
 }
 
 /// An `n × m` matrix with ones on diagonal `k` (above the main one for k > 0).
-pub fn eye(n: usize, m: usize, k: isize, dtype: Dtype) -> CpuBuffer {
-    fn make<T: CpuElement>(n: usize, m: usize, k: isize) -> Vec<T> {
-        let mut out = zeroed_vec::<T>(n * m);
-        for i in 0..n {
-            let j = i as isize + k;
-            if j >= 0 && (j as usize) < m {
-                out[i * m + j as usize] = T::one();
+/// Work is proportional to the output, whatever `n` and `k` are.
+pub fn eye(n: usize, m: usize, k: isize, dtype: Dtype) -> Result<CpuBuffer> {
+    fn make<T: CpuElement>(n: usize, m: usize, k: isize) -> Result<Vec<T>> {
+        let mut out = zeroed_vec::<T>(n * m)?;
+        // Rows i with 0 <= i + k < m hold a one.
+        let first = k.min(0).unsigned_abs().min(n);
+        for i in first..n {
+            let j = (i as isize).saturating_add(k);
+            if j < 0 || j as usize >= m {
+                break;
             }
+            out[i * m + j as usize] = T::one();
         }
-        out
+        Ok(out)
     }
-    typed_buffer!(dtype, make(n, m, k))
+    Ok(typed_buffer!(dtype, make(n, m, k)))
 }
 
 /// A buffer of `dtype` holding `values`, each cast with C semantics.
-pub fn from_scalars(values: &[Scalar], dtype: Dtype) -> CpuBuffer {
-    fn make<T: CpuElement>(values: &[Scalar]) -> Vec<T> {
-        values.iter().map(|&s| T::from_scalar(s)).collect()
+pub fn from_scalars(values: &[Scalar], dtype: Dtype) -> Result<CpuBuffer> {
+    fn make<T: CpuElement>(values: &[Scalar]) -> Result<Vec<T>> {
+        let mut out = output_vec::<T>(values.len())?;
+        for (o, &s) in out.iter_mut().zip(values) {
+            *o = T::from_scalar(s);
+        }
+        Ok(out)
     }
-    typed_buffer!(dtype, make(values))
+    Ok(typed_buffer!(dtype, make(values)))
 }

@@ -10,11 +10,15 @@ use crate::error::{Error, Result};
 use crate::shape::Layout;
 
 /// `f` applied to every element `l` selects in `x`; row-major output.
-pub fn map_unary<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout, f: impl Fn(T) -> U + Sync + Copy) -> Vec<U> {
+pub fn map_unary<T: CpuElement, U: CpuElement>(
+    x: &[T],
+    l: &Layout,
+    f: impl Fn(T) -> U + Sync + Copy,
+) -> Result<Vec<U>> {
     let n = l.size();
-    let mut out = output_vec::<U>(n);
+    let mut out = output_vec::<U>(n)?;
     if n == 0 {
-        return out;
+        return Ok(out);
     }
     if l.is_row_contiguous() {
         map_contiguous(&x[l.offset..l.offset + n], &mut out, f);
@@ -32,7 +36,7 @@ pub fn map_unary<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout, f: impl Fn(T
             }
         });
     }
-    out
+    Ok(out)
 }
 
 /// `f(a, b)` for every pair of elements; both layouts have the output shape.
@@ -42,11 +46,11 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
     b: &[T],
     lb: &Layout,
     f: impl Fn(T, T) -> U + Sync + Copy,
-) -> Vec<U> {
+) -> Result<Vec<U>> {
     let n = la.size();
-    let mut out = output_vec::<U>(n);
+    let mut out = output_vec::<U>(n)?;
     if n == 0 {
-        return out;
+        return Ok(out);
     }
     let (ca, cb) = (la.is_row_contiguous(), lb.is_row_contiguous());
     if ca && cb {
@@ -92,18 +96,18 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
             },
         );
     }
-    out
+    Ok(out)
 }
 
 /// The elements `l` selects, row-contiguous and cast to `U`.
-pub fn cast<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout) -> Vec<U> {
+pub fn cast<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout) -> Result<Vec<U>> {
     map_unary(x, l, |v: T| U::from_scalar(v.to_scalar()))
 }
 
 /// Copies and casts a buffer to `dtype`.
-pub fn cast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> CpuBuffer {
-    fn to<U: CpuElement>(x: &CpuBuffer, l: &Layout) -> CpuBuffer {
-        U::into_buffer(crate::with_buffer!(x, v => cast::<_, U>(v, l)))
+pub fn cast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> Result<CpuBuffer> {
+    fn to<U: CpuElement>(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
+        Ok(U::into_buffer(crate::with_buffer!(x, v => cast::<_, U>(v, l))?))
     }
     use crate::dtype::Dtype as D;
     match dtype {
@@ -125,11 +129,11 @@ pub fn cast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> Cpu
 }
 
 /// A same-dtype contiguous copy of the elements `l` selects.
-pub fn copy_buffer(x: &CpuBuffer, l: &Layout) -> CpuBuffer {
-    crate::with_buffer!(x, v => CpuElement::into_buffer(map_unary(v, l, |e| e)))
+pub fn copy_buffer(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
+    Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(map_unary(v, l, |e| e)?)))
 }
 
-fn unary_float<T: CpuElement + FloatElement>(op: UnaryOp, x: &[T], l: &Layout) -> Vec<T> {
+fn unary_float<T: CpuElement + FloatElement>(op: UnaryOp, x: &[T], l: &Layout) -> Result<Vec<T>> {
     match op {
         UnaryOp::Negative => map_unary(x, l, T::neg),
         UnaryOp::Abs => map_unary(x, l, T::abs),
@@ -146,16 +150,16 @@ fn unary_float<T: CpuElement + FloatElement>(op: UnaryOp, x: &[T], l: &Layout) -
 /// Applies a unary op; transcendental ops need an inexact dtype.
 pub fn unary(op: UnaryOp, x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
     if op.is_transcendental() {
-        return crate::with_float_buffer!(x, v => Ok(CpuElement::into_buffer(unary_float(op, v, l))),
+        return crate::with_float_buffer!(x, v => Ok(CpuElement::into_buffer(unary_float(op, v, l)?)),
             _ => Err(Error::invalid(op.name(), "expects a floating point input")));
     }
     Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(match op {
         UnaryOp::Negative => map_unary(v, l, Element::neg),
         _ => map_unary(v, l, Element::abs),
-    })))
+    }?)))
 }
 
-fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> CpuBuffer {
+fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
     // Function items (not pointers) so each loop inlines its operation.
     fn same<T: CpuElement>(
         a: &[T],
@@ -163,8 +167,8 @@ fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: 
         b: &[T],
         lb: &Layout,
         f: impl Fn(T, T) -> T + Sync + Copy,
-    ) -> CpuBuffer {
-        T::into_buffer(map_binary(a, la, b, lb, f))
+    ) -> Result<CpuBuffer> {
+        Ok(T::into_buffer(map_binary(a, la, b, lb, f)?))
     }
     fn cmp<T: CpuElement>(
         a: &[T],
@@ -172,8 +176,8 @@ fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: 
         b: &[T],
         lb: &Layout,
         f: impl Fn(T, T) -> bool + Sync + Copy,
-    ) -> CpuBuffer {
-        CpuBuffer::Bool(map_binary(a, la, b, lb, f))
+    ) -> Result<CpuBuffer> {
+        Ok(CpuBuffer::Bool(map_binary(a, la, b, lb, f)?))
     }
     match op {
         BinaryOp::Add => same(a, la, b, lb, T::add),
@@ -196,14 +200,14 @@ fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: 
 pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
     crate::with_buffer!(a, va => {
         let vb = CpuElement::slice_of(b).ok_or_else(|| Error::invalid(op.name(), "operands differ in dtype"))?;
-        Ok(binary_typed(op, va, la, vb, lb))
+        binary_typed(op, va, la, vb, lb)
     })
 }
 
 /// `cond ? x : y` with all layouts sharing the output shape.
 pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuffer, ly: &Layout) -> Result<CpuBuffer> {
-    fn typed<T: CpuElement>(cond: &[bool], lc: &Layout, x: &[T], lx: &Layout, y: &[T], ly: &Layout) -> Vec<T> {
-        let mut out = output_vec::<T>(lc.size());
+    fn typed<T: CpuElement>(cond: &[bool], lc: &Layout, x: &[T], lx: &Layout, y: &[T], ly: &Layout) -> Result<Vec<T>> {
+        let mut out = output_vec::<T>(lc.size())?;
         fill_strided(
             &lc.shape,
             [&lc.strides, &lx.strides, &ly.strides],
@@ -220,10 +224,10 @@ pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuf
                 }
             },
         );
-        out
+        Ok(out)
     }
     crate::with_buffer!(x, vx => {
         let vy = CpuElement::slice_of(y).ok_or_else(|| Error::invalid("where", "operands differ in dtype"))?;
-        Ok(CpuElement::into_buffer(typed(cond, lc, vx, lx, vy, ly)))
+        Ok(CpuElement::into_buffer(typed(cond, lc, vx, lx, vy, ly)?))
     })
 }

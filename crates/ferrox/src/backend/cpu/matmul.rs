@@ -2,9 +2,11 @@
 //! (f32, f64, c64 natively; f16 and bf16 through f32); integer and bool types
 //! use an exact row-streaming kernel.
 
+use super::buffer_dtype;
 use super::elementwise::{cast_buffer, copy_buffer};
 use super::storage::{zeroed_vec, CpuBuffer, CpuElement};
 use crate::dtype::Dtype;
+use crate::error::Result;
 use crate::shape::{numel, Layout};
 use rayon::prelude::*;
 
@@ -46,63 +48,56 @@ fn gemm_readable(l: &Layout) -> bool {
     l.strides[nd - 1] > 0 && l.strides[nd - 2] > 0
 }
 
-fn contiguous_if_needed(x: &CpuBuffer, l: &Layout, readable: bool) -> (Option<CpuBuffer>, Layout) {
-    if readable {
-        (None, l.clone())
-    } else {
-        (Some(copy_buffer(x, l)), Layout::contiguous(&l.shape))
-    }
+fn contiguous_if_needed(x: &CpuBuffer, l: &Layout, readable: bool) -> Result<(Option<CpuBuffer>, Layout)> {
+    Ok(if readable { (None, l.clone()) } else { (Some(copy_buffer(x, l)?), Layout::contiguous(&l.shape)) })
 }
 
 /// `a @ b` for layouts `[..., M, K]` and `[..., K, N]` with equal batch shapes.
-pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> CpuBuffer {
+pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
     let nd = la.ndim();
     let mut out_shape = la.shape.clone();
     out_shape[nd - 1] = lb.shape[nd - 1];
+    if numel(&out_shape) == 0 {
+        // Nothing to compute, however many (empty) batch entries there are.
+        return cast_buffer(a, &Layout::contiguous(&out_shape), buffer_dtype(a));
+    }
     // Half floats accumulate in f32 (the gemm crate's f16 kernel
     // accumulates in f16, which loses several bits over long sums).
     if let CpuBuffer::BF16(_) | CpuBuffer::F16(_) = a {
-        let a32 = cast_buffer(a, la, Dtype::F32);
-        let b32 = cast_buffer(b, lb, Dtype::F32);
-        let out = matmul(&a32, &Layout::contiguous(&la.shape), &b32, &Layout::contiguous(&lb.shape));
-        return cast_buffer(
-            &out,
-            &Layout::contiguous(&out_shape),
-            if matches!(a, CpuBuffer::F16(_)) { Dtype::F16 } else { Dtype::BF16 },
-        );
+        let a32 = cast_buffer(a, la, Dtype::F32)?;
+        let b32 = cast_buffer(b, lb, Dtype::F32)?;
+        let out = matmul(&a32, &Layout::contiguous(&la.shape), &b32, &Layout::contiguous(&lb.shape))?;
+        return cast_buffer(&out, &Layout::contiguous(&out_shape), buffer_dtype(a));
     }
-    let (a_copy, la) = contiguous_if_needed(a, la, gemm_readable(la));
-    let (b_copy, lb) = contiguous_if_needed(b, lb, gemm_readable(lb));
+    let (a_copy, la) = contiguous_if_needed(a, la, gemm_readable(la))?;
+    let (b_copy, lb) = contiguous_if_needed(b, lb, gemm_readable(lb))?;
     let a = a_copy.as_ref().unwrap_or(a);
     let b = b_copy.as_ref().unwrap_or(b);
     let g = geometry(&la, &lb);
-    match (a, b) {
-        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(gemm_batched(x, &la, y, &lb, &g)),
-        (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(gemm_batched(x, &la, y, &lb, &g)),
-        (CpuBuffer::C64(x), CpuBuffer::C64(y)) => CpuBuffer::C64(gemm_batched(x, &la, y, &lb, &g)),
+    Ok(match (a, b) {
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(gemm_batched(x, &la, y, &lb, &g)?),
+        (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(gemm_batched(x, &la, y, &lb, &g)?),
+        (CpuBuffer::C64(x), CpuBuffer::C64(y)) => CpuBuffer::C64(gemm_batched(x, &la, y, &lb, &g)?),
         _ => {
             // Exact kernels want `b` rows contiguous.
-            let (b_copy, lb) = contiguous_if_needed(b, &lb, lb.strides[nd - 1] == 1);
+            let (b_copy, lb) = contiguous_if_needed(b, &lb, lb.strides[nd - 1] == 1)?;
             let b = b_copy.as_ref().unwrap_or(b);
             let g = geometry(&la, &lb);
             crate::with_buffer!(a, x => {
                 let y = CpuElement::slice_of(b).expect("matmul operands share a dtype");
-                CpuElement::into_buffer(exact_batched(&x[..], &la, y, &lb, &g))
+                CpuElement::into_buffer(exact_batched(&x[..], &la, y, &lb, &g)?)
             })
         }
-    }
+    })
 }
 
 /// Work per thread below which a product runs on one thread.
 const PARALLEL_FLOPS: usize = 1 << 21;
 
-fn gemm_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &Geometry) -> Vec<T> {
+fn gemm_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &Geometry) -> Result<Vec<T>> {
     let nd = la.ndim();
     let (m, n, k) = (g.m, g.n, g.k);
-    let mut out = zeroed_vec::<T>(g.batches.len() * m * n);
-    if out.is_empty() {
-        return out;
-    }
+    let mut out = zeroed_vec::<T>(g.batches.len() * m * n)?;
     let (a_rs, a_cs) = (la.strides[nd - 2], la.strides[nd - 1]);
     let (b_rs, b_cs) = (lb.strides[nd - 2], lb.strides[nd - 1]);
     // One single-threaded gemm call on the block rows [r0, r0 + rows) ×
@@ -169,7 +164,7 @@ fn gemm_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &G
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// A raw output pointer shared by tasks that write disjoint blocks.
@@ -188,15 +183,12 @@ unsafe impl<T> Sync for SendPtr<T> {}
 
 /// Exact products for integer and bool types: each output row accumulates
 /// scaled rows of `b` (b's rows are contiguous).
-fn exact_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &Geometry) -> Vec<T> {
+fn exact_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &Geometry) -> Result<Vec<T>> {
     let nd = la.ndim();
     let (m, n, k) = (g.m, g.n, g.k);
     let (a_rs, a_cs) = (la.strides[nd - 2], la.strides[nd - 1]);
     let b_rs = lb.strides[nd - 2];
-    let mut out = zeroed_vec::<T>(g.batches.len() * m * n);
-    if out.is_empty() {
-        return out;
-    }
+    let mut out = zeroed_vec::<T>(g.batches.len() * m * n)?;
     let row = |(r, dst): (usize, &mut [T])| {
         let (ao, bo) = g.batches[r / m];
         let i = (r % m) as isize;
@@ -213,5 +205,5 @@ fn exact_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &
     } else {
         out.chunks_mut(n).enumerate().for_each(row);
     }
-    out
+    Ok(out)
 }

@@ -18,7 +18,7 @@ use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
-use crate::shape::Layout;
+use crate::shape::{numel, Layout};
 use storage::output_vec;
 
 /// The host processor's backend.
@@ -44,31 +44,31 @@ impl Backend for CpuBackend {
     }
 
     fn upload(&self, host: &CpuStorage, layout: &Layout) -> Result<Storage> {
-        wrap(elementwise::copy_buffer(host.buffer(), layout))
+        wrap(elementwise::copy_buffer(host.buffer(), layout)?)
     }
 
     fn to_host(&self, storage: &Storage, layout: &Layout) -> Result<CpuStorage> {
-        Ok(CpuStorage::new(elementwise::copy_buffer(host(storage), layout)))
+        Ok(CpuStorage::new(elementwise::copy_buffer(host(storage), layout)?))
     }
 
     fn full(&self, value: Scalar, dtype: Dtype, n: usize) -> Result<Storage> {
-        wrap(creation::full(value, dtype, n))
+        wrap(creation::full(value, dtype, n)?)
     }
 
     fn arange(&self, start: f64, step: f64, n: usize, dtype: Dtype) -> Result<Storage> {
-        wrap(creation::arange(start, step, n, dtype))
+        wrap(creation::arange(start, step, n, dtype)?)
     }
 
     fn eye(&self, n: usize, m: usize, k: isize, dtype: Dtype) -> Result<Storage> {
-        wrap(creation::eye(n, m, k, dtype))
+        wrap(creation::eye(n, m, k, dtype)?)
     }
 
     fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
         let x = host(x);
-        if x_dtype(x) == dtype {
-            wrap(elementwise::copy_buffer(x, layout))
+        if buffer_dtype(x) == dtype {
+            wrap(elementwise::copy_buffer(x, layout)?)
         } else {
-            wrap(elementwise::cast_buffer(x, layout, dtype))
+            wrap(elementwise::cast_buffer(x, layout, dtype)?)
         }
     }
 
@@ -96,15 +96,15 @@ impl Backend for CpuBackend {
     }
 
     fn reduce(&self, op: ReduceOp, x: &Storage, layout: &Layout, axes: &[usize], out_dtype: Dtype) -> Result<Storage> {
-        wrap(reduce::reduce(op, host(x), layout, axes, out_dtype))
+        wrap(reduce::reduce(op, host(x), layout, axes, out_dtype)?)
     }
 
     fn arg_reduce(&self, op: ArgReduceOp, x: &Storage, layout: &Layout, axis: usize) -> Result<Storage> {
-        wrap(reduce::arg_reduce(op, host(x), layout, axis))
+        wrap(reduce::arg_reduce(op, host(x), layout, axis)?)
     }
 
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
-        wrap(matmul::matmul(host(a), la, host(b), lb))
+        wrap(matmul::matmul(host(a), la, host(b), lb)?)
     }
 
     fn slice_update(
@@ -115,29 +115,29 @@ impl Backend for CpuBackend {
         lu: &Layout,
         window: &Layout,
     ) -> Result<Storage> {
-        fn typed<T: CpuElement>(base: &[T], lb: &Layout, update: &[T], lu: &Layout, window: &Layout) -> Vec<T> {
-            let mut out = elementwise::map_unary(base, lb, |v| v);
-            let src = elementwise::map_unary(update, lu, |v| v);
+        fn typed<T: CpuElement>(base: &[T], lb: &Layout, update: &[T], lu: &Layout, window: &Layout) -> Result<Vec<T>> {
+            let mut out = elementwise::map_unary(base, lb, |v| v)?;
+            let src = elementwise::map_unary(update, lu, |v| v)?;
             strided::scatter(&mut out, window, &src);
-            out
+            Ok(out)
         }
         crate::with_buffer!(host(base), v => {
             let u = CpuElement::slice_of(host(update)).ok_or_else(|| Error::invalid("slice_update", "operands differ in dtype"))?;
-            wrap(CpuElement::into_buffer(typed(&v[..], lb, u, lu, window)))
+            wrap(CpuElement::into_buffer(typed(&v[..], lb, u, lu, window)?))
         })
     }
 
     fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage> {
         // Output viewed as [outer, total, inner]; input i fills the block
         // [outer, a_i, inner] starting at `start` along the middle axis.
-        fn typed<T: CpuElement>(inputs: &[(&[T], &Layout)], axis: usize, out_shape: &[usize]) -> Vec<T> {
-            let mut out = output_vec::<T>(out_shape.iter().product());
+        fn typed<T: CpuElement>(inputs: &[(&[T], &Layout)], axis: usize, out_shape: &[usize]) -> Result<Vec<T>> {
+            let mut out = output_vec::<T>(numel(out_shape))?;
             let outer: usize = out_shape[..axis].iter().product();
             let inner: usize = out_shape[axis + 1..].iter().product();
             let total = out_shape[axis];
             let mut start = 0usize;
             for (x, l) in inputs {
-                let src = elementwise::map_unary(x, l, |v| v);
+                let src = elementwise::map_unary(x, l, |v| v)?;
                 let width = l.shape[axis] * inner;
                 if width > 0 {
                     for (o, chunk) in src.chunks(width).enumerate() {
@@ -148,19 +148,20 @@ impl Backend for CpuBackend {
                 start += l.shape[axis];
             }
             debug_assert!(outer == 0 || start == total);
-            out
+            Ok(out)
         }
         fn slices<'a, T: CpuElement>(_: &[T], inputs: &[(&'a Storage, &'a Layout)]) -> Vec<(&'a [T], &'a Layout)> {
             inputs.iter().map(|(s, l)| (T::slice_of(host(s)).expect("concatenate inputs share a dtype"), *l)).collect()
         }
         crate::with_buffer!(host(inputs[0].0), v => {
             let typed_inputs = slices(&v[..], inputs);
-            wrap(CpuElement::into_buffer(typed(&typed_inputs, axis, out_shape)))
+            wrap(CpuElement::into_buffer(typed(&typed_inputs, axis, out_shape)?))
         })
     }
 }
 
-fn x_dtype(x: &CpuBuffer) -> Dtype {
+/// The dtype a host buffer holds.
+pub fn buffer_dtype(x: &CpuBuffer) -> Dtype {
     fn of<T: crate::element::Element>(_: &[T]) -> Dtype {
         T::DTYPE
     }

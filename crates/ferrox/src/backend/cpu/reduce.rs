@@ -11,6 +11,7 @@ use super::strided::{chunk_len, fill_strided, PARALLEL_THRESHOLD};
 use crate::backend::{ArgReduceOp, ReduceOp};
 use crate::dtype::Dtype;
 use crate::element::Element;
+use crate::error::Result;
 use crate::shape::{numel, Layout};
 use rayon::prelude::*;
 
@@ -52,10 +53,11 @@ fn reduce_blocks<T: CpuElement>(
     inner: usize,
     init: T,
     f: impl Fn(T, T) -> T + Copy + Sync,
-) -> Vec<T> {
-    let mut out = vec![init; outer * inner];
+) -> Result<Vec<T>> {
+    let mut out = output_vec::<T>(outer * inner)?;
+    out.fill(init);
     if out.is_empty() {
-        return out;
+        return Ok(out);
     }
     let big = x.len() >= PARALLEL_THRESHOLD;
     if inner == 1 {
@@ -70,7 +72,7 @@ fn reduce_blocks<T: CpuElement>(
                 *dst = reduce_run(&x[o * r..(o + 1) * r], init, f);
             }
         }
-        return out;
+        return Ok(out);
     }
     // Columns: accumulate whole rows of `inner` elements at a time.
     let column_block = |o: usize, j0: usize, acc: &mut [T]| {
@@ -93,10 +95,10 @@ fn reduce_blocks<T: CpuElement>(
             column_block(o, 0, acc);
         }
     }
-    out
+    Ok(out)
 }
 
-fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, inner: usize) -> Result<Vec<T>> {
     match op {
         ReduceOp::Sum => reduce_blocks(x, outer, r, inner, T::zero(), T::add),
         ReduceOp::Prod => reduce_blocks(x, outer, r, inner, T::one(), T::mul),
@@ -107,7 +109,7 @@ fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, in
 
 /// Reduces sorted, unique `axes` of the elements `l` selects. The output is
 /// row-major over the input shape with reduced axes of extent 1.
-pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype: Dtype) -> CpuBuffer {
+pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype: Dtype) -> Result<CpuBuffer> {
     let in_dtype = with_dtype(x);
     // Sums and products of half floats accumulate in f32; bool sums in int32.
     let work_dtype = match (op, in_dtype) {
@@ -129,7 +131,7 @@ pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype
             perm.extend_from_slice(axes);
             l.permute(&perm)
         };
-        copied = Some(if work_dtype != in_dtype { cast_buffer(x, &pl, work_dtype) } else { copy_buffer(x, &pl) });
+        copied = Some(if work_dtype != in_dtype { cast_buffer(x, &pl, work_dtype)? } else { copy_buffer(x, &pl)? });
         (copied.as_ref().expect("just set"), 0, pl.shape)
     };
     let (first, last) = if is_block { (axes[0], axes[axes.len() - 1] + 1) } else { (ndim - axes.len(), ndim) };
@@ -137,11 +139,11 @@ pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype
     let r = numel(&shape[first..last]);
     let inner = numel(&shape[last..]);
     let n = outer * r * inner;
-    let out = crate::with_buffer!(data, v => CpuElement::into_buffer(reduce_typed(op, &v[start..start + n], outer, r, inner)));
+    let out = crate::with_buffer!(data, v => CpuElement::into_buffer(reduce_typed(op, &v[start..start + n], outer, r, inner)?));
     if work_dtype != out_dtype {
         cast_buffer(&out, &Layout::contiguous(&[outer * inner]), out_dtype)
     } else {
-        out
+        Ok(out)
     }
 }
 
@@ -155,13 +157,13 @@ fn dtype_of<T: Element>(_: &[T]) -> Dtype {
 
 /// Index (uint32) of the first largest/smallest element along `axis`; NaN
 /// counts as the extreme, as in NumPy.
-pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> CpuBuffer {
-    fn typed<T: CpuElement>(op: ArgReduceOp, x: &[T], l: &Layout, axis: usize) -> Vec<u32> {
+pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Result<CpuBuffer> {
+    fn typed<T: CpuElement>(op: ArgReduceOp, x: &[T], l: &Layout, axis: usize) -> Result<Vec<u32>> {
         let len = l.shape[axis];
         let step = l.strides[axis];
         let mut rest = l.clone();
         rest.shape[axis] = 1;
-        let mut out = output_vec::<u32>(rest.size());
+        let mut out = output_vec::<u32>(rest.size())?;
         let better = move |v: T, best: T| match op {
             ArgReduceOp::ArgMax => best.lt(v) || (v.is_nan() && !best.is_nan()),
             ArgReduceOp::ArgMin => v.lt(best) || (v.is_nan() && !best.is_nan()),
@@ -181,7 +183,7 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Cp
                 *dst = at;
             }
         });
-        out
+        Ok(out)
     }
-    CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis)))
+    Ok(CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis))?))
 }

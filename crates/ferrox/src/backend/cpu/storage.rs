@@ -2,6 +2,7 @@
 
 use crate::dtype::Dtype;
 use crate::element::Element;
+use crate::error::{Error, Result};
 use crate::memory;
 use half::{bf16, f16};
 use num_complex::Complex32;
@@ -135,21 +136,42 @@ const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
 /// A zero-filled vector, obtained from the allocator already zeroed (large
 /// allocations then cost no extra pass over memory). Large buffers are
 /// backed by huge pages where the kernel allows, which makes first touch of
-/// fresh memory (page faults) several times cheaper, as NumPy does.
-pub fn zeroed_vec<T: CpuElement>(n: usize) -> Vec<T> {
-    let v: Vec<T> = bytemuck::zeroed_vec(n);
-    let bytes = n * std::mem::size_of::<T>();
+/// fresh memory (page faults) several times cheaper, as NumPy does. A
+/// refused allocation is an [`Error::OutOfMemory`], never an abort.
+pub fn zeroed_vec<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+    let bytes = n.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize);
+    let Some(bytes) = bytes else {
+        return Err(Error::allocation_failed("allocate", usize::MAX, "CPU"));
+    };
+    if bytes == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| Error::allocation_failed("allocate", bytes, "CPU"))?;
+    // SAFETY: the layout has a non-zero size. A null result is reported, not
+    // used; otherwise the block holds `n` zeroed `T`s (all-zero bytes are a
+    // valid `T`: `CpuElement: Zeroable`) allocated by the global allocator
+    // with `T`'s layout, which is what `Vec::from_raw_parts` requires.
+    let v = unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut T;
+        if ptr.is_null() {
+            return Err(Error::allocation_failed("allocate", bytes, "CPU"));
+        }
+        Vec::from_raw_parts(ptr, n, n)
+    };
     if bytes >= HUGE_PAGE_THRESHOLD {
         advise_huge_pages(v.as_ptr() as usize, bytes);
     }
-    v
+    Ok(v)
 }
 
 /// A vector of `n` elements for a kernel that writes every one of them:
 /// a recycled buffer (stale contents) when one of the right size is cached,
 /// otherwise fresh zeroed memory.
-pub fn output_vec<T: CpuElement>(n: usize) -> Vec<T> {
-    super::cache::take(n).unwrap_or_else(|| zeroed_vec(n))
+pub fn output_vec<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+    match super::cache::take(n) {
+        Some(v) => Ok(v),
+        None => zeroed_vec(n),
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -242,29 +264,52 @@ impl CpuStorage {
 
     /// Builds storage of `dtype` from raw little-endian bytes (length must be
     /// a multiple of the element size; bool bytes are normalised to 0/1).
-    pub fn from_bytes(dtype: Dtype, bytes: &[u8]) -> CpuStorage {
-        fn typed<T: CpuElement + bytemuck::Pod>(bytes: &[u8]) -> CpuBuffer {
-            let mut v: Vec<T> = output_vec(bytes.len() / std::mem::size_of::<T>());
-            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
-            T::into_buffer(v)
+    pub fn from_bytes(dtype: Dtype, bytes: &[u8]) -> Result<CpuStorage> {
+        CpuStorage::filled_with(dtype, bytes.len() / dtype.size(), |out| {
+            out.copy_from_slice(bytes);
+            Ok(())
+        })
+    }
+
+    /// Storage of `n` elements of `dtype` whose raw little-endian bytes
+    /// `fill` writes (a device download, a file read); bool bytes are
+    /// normalised to 0/1 afterwards.
+    pub fn filled_with(dtype: Dtype, n: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<CpuStorage> {
+        fn typed<T: CpuElement + bytemuck::Pod>(
+            n: usize,
+            fill: impl FnOnce(&mut [u8]) -> Result<()>,
+        ) -> Result<CpuBuffer> {
+            let mut v: Vec<T> = output_vec(n)?;
+            fill(bytemuck::cast_slice_mut::<T, u8>(&mut v))?;
+            Ok(T::into_buffer(v))
         }
         let buffer = match dtype {
-            Dtype::Bool => CpuBuffer::Bool(bytes.iter().map(|&b| b != 0).collect()),
-            Dtype::U8 => typed::<u8>(bytes),
-            Dtype::U16 => typed::<u16>(bytes),
-            Dtype::U32 => typed::<u32>(bytes),
-            Dtype::U64 => typed::<u64>(bytes),
-            Dtype::I8 => typed::<i8>(bytes),
-            Dtype::I16 => typed::<i16>(bytes),
-            Dtype::I32 => typed::<i32>(bytes),
-            Dtype::I64 => typed::<i64>(bytes),
-            Dtype::F16 => typed::<f16>(bytes),
-            Dtype::BF16 => typed::<bf16>(bytes),
-            Dtype::F32 => typed::<f32>(bytes),
-            Dtype::F64 => typed::<f64>(bytes),
-            Dtype::C64 => typed::<Complex32>(bytes),
+            Dtype::Bool => {
+                let mut v: Vec<u8> = output_vec(n)?;
+                fill(&mut v)?;
+                let mut v = std::mem::ManuallyDrop::new(v);
+                for b in v.iter_mut() {
+                    *b = (*b != 0) as u8;
+                }
+                // SAFETY: every byte is 0 or 1 (a valid bool), and bool has
+                // u8's size and alignment, so the allocation is reused as is.
+                CpuBuffer::Bool(unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut bool, v.len(), v.capacity()) })
+            }
+            Dtype::U8 => typed::<u8>(n, fill)?,
+            Dtype::U16 => typed::<u16>(n, fill)?,
+            Dtype::U32 => typed::<u32>(n, fill)?,
+            Dtype::U64 => typed::<u64>(n, fill)?,
+            Dtype::I8 => typed::<i8>(n, fill)?,
+            Dtype::I16 => typed::<i16>(n, fill)?,
+            Dtype::I32 => typed::<i32>(n, fill)?,
+            Dtype::I64 => typed::<i64>(n, fill)?,
+            Dtype::F16 => typed::<f16>(n, fill)?,
+            Dtype::BF16 => typed::<bf16>(n, fill)?,
+            Dtype::F32 => typed::<f32>(n, fill)?,
+            Dtype::F64 => typed::<f64>(n, fill)?,
+            Dtype::C64 => typed::<Complex32>(n, fill)?,
         };
-        CpuStorage::new(buffer)
+        Ok(CpuStorage::new(buffer))
     }
 }
 

@@ -76,7 +76,7 @@ pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBu
             if over() {
                 clear_cache()?;
                 if over() {
-                    return Err(Error::Device {
+                    return Err(Error::OutOfMemory {
                         op: "allocate",
                         msg: format!(
                             "Attempting to allocate {bytes} bytes on the GPU, which would exceed the memory limit of {limit} bytes ({} bytes in use).",
@@ -91,7 +91,7 @@ pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBu
                 Err(_) => {
                     // Give the cache back to the driver and try once more.
                     clear_cache()?;
-                    unsafe { result::malloc_sync(size) }.map_err(|e| Error::Device {
+                    unsafe { result::malloc_sync(size) }.map_err(|e| Error::OutOfMemory {
                         op: "allocate",
                         msg: format!("Out of GPU memory allocating {bytes} bytes ({e:?})."),
                     })?

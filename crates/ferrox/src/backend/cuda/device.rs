@@ -31,9 +31,17 @@ thread_local! {
     static BOUND: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Turns a driver error into ferrox's device error for `op`.
+/// Turns a driver error into ferrox's device error for `op` (an
+/// out-of-memory error for the driver's out-of-memory code).
 pub(crate) fn driver_error(op: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| Error::Device { op, msg: format!("CUDA driver error: {e:?}") }
+    move |e| {
+        let msg = format!("CUDA driver error: {e:?}");
+        if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
+            Error::OutOfMemory { op, msg }
+        } else {
+            Error::Device { op, msg }
+        }
+    }
 }
 
 fn start() -> std::result::Result<GpuDevice, String> {

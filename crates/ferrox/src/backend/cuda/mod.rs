@@ -145,19 +145,19 @@ fn wrap(c: CudaStorage) -> Result<Storage> {
 /// Copies `n` elements of `dtype` starting at device address `src` into new
 /// host storage, after the work on `stream` so far.
 fn download(stream: &GpuStream, src: sys::CUdeviceptr, dtype: Dtype, n: usize) -> Result<CpuStorage> {
-    let mut bytes = vec![0u8; n * dtype.size()];
-    if n > 0 {
-        let err = driver_error("to_host");
+    CpuStorage::filled_with(dtype, n, |bytes| {
+        if bytes.is_empty() {
+            return Ok(());
+        }
         // SAFETY: `bytes` is a live host buffer of the copied size, `src`
         // a live device range; the stream is synchronized before returning.
         unsafe {
             sys::cuMemcpyDtoHAsync_v2(bytes.as_mut_ptr() as *mut _, src, bytes.len(), stream.raw)
                 .result()
-                .map_err(&err)?;
+                .map_err(driver_error("to_host"))?;
         }
-        stream.synchronize()?;
-    }
-    Ok(CpuStorage::from_bytes(dtype, &bytes))
+        stream.synchronize()
+    })
 }
 
 impl Backend for CudaBackend {
@@ -170,7 +170,7 @@ impl Backend for CudaBackend {
         let (host, offset) = if layout.is_row_contiguous() {
             (host, layout.offset)
         } else {
-            dense = CpuStorage::new(super::cpu::elementwise::copy_buffer(host.buffer(), layout));
+            dense = CpuStorage::new(super::cpu::elementwise::copy_buffer(host.buffer(), layout)?);
             (&dense, 0)
         };
         let dtype = host.dtype();
@@ -200,7 +200,7 @@ impl Backend for CudaBackend {
     }
 
     fn full(&self, value: Scalar, dtype: Dtype, n: usize) -> Result<Storage> {
-        let one = CpuStorage::new(super::cpu::creation::full(value, dtype, 1));
+        let one = CpuStorage::new(super::cpu::creation::full(value, dtype, 1)?);
         wrap(elementwise::fill(&self.stream, FillValue::from_bytes(one.bytes()), dtype, n)?)
     }
 

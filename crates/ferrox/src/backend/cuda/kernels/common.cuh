@@ -356,22 +356,27 @@ __device__ __forceinline__ fx_bf16 fx_bf16_from_f64(double value) {
 // from_c64(re, im), matching the Scalar variants Bool, Int, UInt, Float and
 // Complex of element.rs.
 
-// Float -> integer like Rust `as`: truncate toward zero, saturate at the
-// type's bounds, NaN -> 0. `lo`/`hi` are MIN/MAX as doubles (for 64-bit
-// types MAX rounds up to 2^63 / 2^64, which still works with >=).
-template <class I, bool SIGNED>
-__device__ __forceinline__ I fx_f64_to_int(double v, double lo, double hi, I imin, I imax) {
-    if (!(v == v)) return (I)0;
-    if (v <= lo) return imin;
-    if (v >= hi) return imax;
-    if constexpr (SIGNED) {
-        return (I)(long long)v;
-    } else {
-        return (I)(unsigned long long)v;
+// Float -> integer as C's conversion behaves on x86-64, which is what NumPy
+// and MLX return (element.rs has the same rules): truncate toward zero; NaN
+// and values outside the range of the 32- or 64-bit conversion instruction
+// give its "integer indefinite" value (the minimum), then the result wraps
+// to the target. Targets up to 16 bits and int32 use the 32-bit conversion,
+// uint32 and int64 the 64-bit one; uint64 subtracts 2^63 from large values.
+__device__ __forceinline__ int fx_cvt32(double v) {
+    return (v > -2147483649.0 && v < 2147483648.0) ? (int)v : (int)0x80000000u;
+}
+__device__ __forceinline__ long long fx_cvt64(double v) {
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (long long)v
+                                                                         : (long long)0x8000000000000000ull;
+}
+__device__ __forceinline__ unsigned long long fx_cvt_u64(double v) {
+    if (v >= 9223372036854775808.0) {
+        return (unsigned long long)fx_cvt64(v - 9223372036854775808.0) ^ 0x8000000000000000ull;
     }
+    return (unsigned long long)fx_cvt64(v);
 }
 
-#define FX_INT_TAG(TAG, I, SIGNED, IMIN, IMAX, DMIN, DMAX)                                                       \
+#define FX_INT_TAG(TAG, I, IMIN, IMAX, FROM_F64)                                                                 \
     struct TAG {                                                                                                \
         typedef I type;                                                                                         \
         static __device__ __forceinline__ I min_value() { return (I)(IMIN); }                                   \
@@ -380,21 +385,18 @@ __device__ __forceinline__ I fx_f64_to_int(double v, double lo, double hi, I imi
         /* wrapping (two's complement truncation) */                                                            \
         static __device__ __forceinline__ I from_i64(long long v) { return (I)(unsigned long long)v; }          \
         static __device__ __forceinline__ I from_u64(unsigned long long v) { return (I)v; }                     \
-        static __device__ __forceinline__ I from_f64(double v) {                                                \
-            return fx_f64_to_int<I, SIGNED>(v, DMIN, DMAX, (I)(IMIN), (I)(IMAX));                               \
-        }                                                                                                       \
+        static __device__ __forceinline__ I from_f64(double v) { return (I)FROM_F64(v); }                       \
         static __device__ __forceinline__ I from_c64(float re, float) { return from_f64((double)re); }          \
     };
 
-FX_INT_TAG(DtU8, fx_u8, false, 0, 0xff, 0.0, 255.0)
-FX_INT_TAG(DtU16, fx_u16, false, 0, 0xffff, 0.0, 65535.0)
-FX_INT_TAG(DtU32, fx_u32, false, 0, 0xffffffffu, 0.0, 4294967295.0)
-FX_INT_TAG(DtU64, fx_u64, false, 0, 0xffffffffffffffffull, 0.0, 18446744073709551616.0)
-FX_INT_TAG(DtI8, fx_i8, true, -128, 127, -128.0, 127.0)
-FX_INT_TAG(DtI16, fx_i16, true, -32768, 32767, -32768.0, 32767.0)
-FX_INT_TAG(DtI32, fx_i32, true, (-2147483647 - 1), 2147483647, -2147483648.0, 2147483647.0)
-FX_INT_TAG(DtI64, fx_i64, true, (-9223372036854775807ll - 1), 9223372036854775807ll, -9223372036854775808.0,
-           9223372036854775808.0)
+FX_INT_TAG(DtU8, fx_u8, 0, 0xff, fx_cvt32)
+FX_INT_TAG(DtU16, fx_u16, 0, 0xffff, fx_cvt32)
+FX_INT_TAG(DtU32, fx_u32, 0, 0xffffffffu, fx_cvt64)
+FX_INT_TAG(DtU64, fx_u64, 0, 0xffffffffffffffffull, fx_cvt_u64)
+FX_INT_TAG(DtI8, fx_i8, -128, 127, fx_cvt32)
+FX_INT_TAG(DtI16, fx_i16, -32768, 32767, fx_cvt32)
+FX_INT_TAG(DtI32, fx_i32, (-2147483647 - 1), 2147483647, fx_cvt32)
+FX_INT_TAG(DtI64, fx_i64, (-9223372036854775807ll - 1), 9223372036854775807ll, fx_cvt64)
 #undef FX_INT_TAG
 
 struct DtBool {
@@ -594,72 +596,140 @@ __device__ __forceinline__ float fx_hypotf(float x, float y) {
 
 __device__ __forceinline__ fx_c64 fx_cadd(fx_c64 a, fx_c64 b) { return fx_cplx(a.re + b.re, a.im + b.im); }
 __device__ __forceinline__ fx_c64 fx_csub(fx_c64 a, fx_c64 b) { return fx_cplx(a.re - b.re, a.im - b.im); }
-__device__ __forceinline__ fx_c64 fx_cmul(fx_c64 a, fx_c64 b) {
-    return fx_cplx(__fsub_rn(__fmul_rn(a.re, b.re), __fmul_rn(a.im, b.im)),
-                   __fadd_rn(__fmul_rn(a.re, b.im), __fmul_rn(a.im, b.re)));
+// Product and quotient with C99 Annex G's recovery of infinities (as
+// std::complex, so MLX), in double: element/complex.rs has the same code.
+__device__ __forceinline__ fx_c64 fx_cd(double re, double im) { return fx_cplx((float)re, (float)im); }
+__device__ __forceinline__ double fx_dinf() { return __longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ double fx_unit_if_inf(double v) { return copysign(isinf(v) ? 1.0 : 0.0, v); }
+__device__ __forceinline__ double fx_zero_if_nan(double v) { return isnan(v) ? copysign(0.0, v) : v; }
+__device__ __noinline__ fx_c64 fx_cmul(fx_c64 z, fx_c64 w) {
+    double a = z.re, b = z.im, c = w.re, d = w.im;
+    double ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+    double x = ac - bd, y = ad + bc;
+    if (!(isnan(x) && isnan(y))) return fx_cd(x, y);
+    bool recalc = false;
+    if (isinf(a) || isinf(b)) {
+        a = fx_unit_if_inf(a); b = fx_unit_if_inf(b);
+        c = fx_zero_if_nan(c); d = fx_zero_if_nan(d);
+        recalc = true;
+    }
+    if (isinf(c) || isinf(d)) {
+        c = fx_unit_if_inf(c); d = fx_unit_if_inf(d);
+        a = fx_zero_if_nan(a); b = fx_zero_if_nan(b);
+        recalc = true;
+    }
+    if (!recalc && (isinf(ac) || isinf(bd) || isinf(ad) || isinf(bc))) {
+        a = fx_zero_if_nan(a); b = fx_zero_if_nan(b); c = fx_zero_if_nan(c); d = fx_zero_if_nan(d);
+        recalc = true;
+    }
+    if (recalc) return fx_cd(fx_dinf() * (a * c - b * d), fx_dinf() * (a * d + b * c));
+    return fx_cd(x, y);
 }
-__device__ __forceinline__ fx_c64 fx_cdiv(fx_c64 a, fx_c64 b) {
-    float norm_sqr = __fadd_rn(__fmul_rn(b.re, b.re), __fmul_rn(b.im, b.im));
-    float re = __fadd_rn(__fmul_rn(a.re, b.re), __fmul_rn(a.im, b.im));
-    float im = __fsub_rn(__fmul_rn(a.im, b.re), __fmul_rn(a.re, b.im));
-    return fx_cplx(re / norm_sqr, im / norm_sqr);
+__device__ __noinline__ fx_c64 fx_cdiv(fx_c64 z, fx_c64 w) {
+    double a = z.re, b = z.im, c = w.re, d = w.im;
+    double denom = c * c + d * d;
+    double x = (a * c + b * d) / denom, y = (b * c - a * d) / denom;
+    if (!(isnan(x) && isnan(y))) return fx_cd(x, y);
+    if (denom == 0.0 && (!isnan(a) || !isnan(b))) {
+        double inf = copysign(fx_dinf(), c);
+        return fx_cd(inf * a, inf * b);
+    }
+    if ((isinf(a) || isinf(b)) && isfinite(c) && isfinite(d)) {
+        a = fx_unit_if_inf(a); b = fx_unit_if_inf(b);
+        return fx_cd(fx_dinf() * (a * c + b * d), fx_dinf() * (b * c - a * d));
+    }
+    if ((isinf(c) || isinf(d)) && isfinite(a) && isfinite(b)) {
+        c = fx_unit_if_inf(c); d = fx_unit_if_inf(d);
+        return fx_cd(0.0 * (a * c + b * d), 0.0 * (b * c - a * d));
+    }
+    return fx_cd(x, y);
 }
 __device__ __forceinline__ bool fx_ceq(fx_c64 a, fx_c64 b) { return a.re == b.re && a.im == b.im; }
 __device__ __forceinline__ bool fx_cisnan(fx_c64 a) { return a.re != a.re || a.im != a.im; }
 // Lexicographic, as NumPy.
 __device__ __forceinline__ bool fx_clt(fx_c64 a, fx_c64 b) { return a.re < b.re || (a.re == b.re && a.im < b.im); }
-__device__ __forceinline__ bool fx_cis_zero(fx_c64 a) { return a.re == 0.0f && a.im == 0.0f; }
+
+// Elementary functions with C99 Annex G's special values, computed in
+// double and rounded once: the same formulas as element/complex.rs.
+__device__ __forceinline__ double fx_dnan() { return __longlong_as_double(0x7ff8000000000000ll); }
+__device__ __forceinline__ bool fx_dfinite(double v) { return fabs(v) < fx_dinf(); }
+__device__ __forceinline__ bool fx_disinf(double v) { return fabs(v) == fx_dinf(); }
 
 __device__ __noinline__ fx_c64 fx_cexp(fx_c64 z) {
-    float re = z.re, im = z.im;
-    const float inf = fx_inf_f32();
-    bool im_finite = fabsf(im) < inf;  // false for inf and NaN
-    if (fabsf(re) == inf) {
-        if (re < 0.0f) {
-            if (!im_finite) return fx_cplx(0.0f, 0.0f);
-        } else if (im == 0.0f || !im_finite) {
-            if (fabsf(im) == inf) im = __uint_as_float(0x7fc00000u);
-            return fx_cplx(re, im);
-        }
-    } else if (re != re && im == 0.0f) {
-        return z;
+    double x = z.re, y = z.im;
+    if (y == 0.0) return fx_cd(exp(x), y);
+    if (fx_disinf(x)) {
+        if (!fx_dfinite(y)) return x > 0.0 ? fx_cd(x, fx_dnan()) : fx_cd(0.0, 0.0);
+        double r = exp(x);
+        return fx_cd(r * cos(y), r * sin(y));
     }
-    float r = expf(re);  // from_polar(e^re, im)
-    return fx_cplx(r * cosf(im), r * sinf(im));
+    if (x != x || !fx_dfinite(y)) return fx_cd(fx_dnan(), fx_dnan());
+    double r = exp(x);
+    return fx_cd(r * cos(y), r * sin(y));
 }
-__device__ __noinline__ fx_c64 fx_cln(fx_c64 z) { return fx_cplx(logf(fx_hypotf(z.re, z.im)), atan2f(z.im, z.re)); }
+__device__ __noinline__ fx_c64 fx_cln(fx_c64 z) {
+    double x = z.re, y = z.im;
+    return fx_cd(log(hypot(x, y)), atan2(y, x));
+}
 __device__ __noinline__ fx_c64 fx_csqrt(fx_c64 z) {
-    bool im_pos = (__float_as_uint(z.im) >> 31) == 0;
-    if (z.im == 0.0f) {
-        if ((__float_as_uint(z.re) >> 31) == 0) return fx_cplx(sqrtf(z.re), z.im);
-        float im = sqrtf(-z.re);
-        return fx_cplx(0.0f, im_pos ? im : -im);
+    double x = z.re, y = z.im;
+    if (fx_disinf(y)) return fx_cd(fx_dinf(), y);
+    if (x != x) return fx_cd(fx_dnan(), fx_dnan());
+    if (fx_disinf(x)) {
+        if (x > 0.0) return fx_cd(x, y != y ? y : copysign(0.0, y));
+        return fx_cd(y != y ? fx_dnan() : 0.0, copysign(fx_dinf(), y));
     }
-    if (z.re == 0.0f) {
-        float x = sqrtf(fabsf(z.im) / 2.0f);
-        return fx_cplx(x, im_pos ? x : -x);
-    }
-    float r = sqrtf(fx_hypotf(z.re, z.im));
-    float theta = atan2f(z.im, z.re) / 2.0f;
-    return fx_cplx(r * cosf(theta), r * sinf(theta));
+    if (y != y) return fx_cd(fx_dnan(), fx_dnan());
+    if (x == 0.0 && y == 0.0) return fx_cd(0.0, y);
+    double t = sqrt((fabs(x) + hypot(x, y)) / 2.0);
+    if (x >= 0.0) return fx_cd(t, y / (2.0 * t));
+    return fx_cd(fabs(y) / (2.0 * t), copysign(t, y));
 }
+// sinh(x + iy) as double parts.
+__device__ __forceinline__ void fx_sinh_parts(double x, double y, double* re, double* im) {
+    if (y == 0.0) { *re = sinh(x); *im = y; return; }
+    if (x == 0.0) { *re = fx_dfinite(y) ? x * cos(y) : x; *im = sin(y); return; }
+    if (!fx_dfinite(y)) { *re = fx_disinf(x) ? fx_dinf() : fx_dnan(); *im = fx_dnan(); return; }
+    if (x != x) { *re = fx_dnan(); *im = fx_dnan(); return; }
+    *re = sinh(x) * cos(y);
+    *im = cosh(x) * sin(y);
+}
+// cosh(x + iy) as double parts.
+__device__ __forceinline__ void fx_cosh_parts(double x, double y, double* re, double* im) {
+    if (y == 0.0) { *re = cosh(x); *im = x != x ? y : y * copysign(1.0, x); return; }
+    if (x == 0.0) {
+        if (fx_dfinite(y)) { *re = cos(y); *im = x * sin(y); } else { *re = fx_dnan(); *im = 0.0; }
+        return;
+    }
+    if (!fx_dfinite(y)) { *re = fx_disinf(x) ? fx_dinf() : fx_dnan(); *im = fx_dnan(); return; }
+    if (x != x) { *re = fx_dnan(); *im = fx_dnan(); return; }
+    *re = cosh(x) * cos(y);
+    *im = sinh(x) * sin(y);
+}
+// sin z = -i sinh(iz); an infinite imaginary part beside a NaN is +inf (NumPy).
 __device__ __noinline__ fx_c64 fx_csin(fx_c64 z) {
-    return fx_cplx(sinf(z.re) * coshf(z.im), cosf(z.re) * sinhf(z.im));
+    double u, v;
+    fx_sinh_parts(-(double)z.im, (double)z.re, &u, &v);
+    return fx_cd(v, (v != v && fx_disinf(u)) ? fx_dinf() : -u);
 }
+// cos z = cosh(iz).
 __device__ __noinline__ fx_c64 fx_ccos(fx_c64 z) {
-    return fx_cplx(cosf(z.re) * coshf(z.im), -sinf(z.re) * sinhf(z.im));
+    double re, im;
+    fx_cosh_parts(-(double)z.im, (double)z.re, &re, &im);
+    return fx_cd(re, im);
 }
 __device__ __noinline__ fx_c64 fx_ctanh(fx_c64 z) {
-    float two_re = z.re + z.re, two_im = z.im + z.im;
-    float d = coshf(two_re) + cosf(two_im);
-    return fx_cplx(sinhf(two_re) / d, sinf(two_im) / d);
+    double x = z.re, y = z.im;
+    if (fx_disinf(x)) return fx_cd(copysign(1.0, x), fx_dfinite(y) ? copysign(0.0, sin(2.0 * y)) : copysign(0.0, y));
+    if (x != x) return y == 0.0 ? fx_cd(fx_dnan(), y) : fx_cd(fx_dnan(), fx_dnan());
+    if (!fx_dfinite(y)) return x == 0.0 ? fx_cd(x, fx_dnan()) : fx_cd(fx_dnan(), fx_dnan());
+    if (y == 0.0) return fx_cd(tanh(x), y);
+    if (fabs(x) > 20.0) return fx_cd(copysign(1.0, x), 4.0 * sin(y) * cos(y) * exp(-2.0 * fabs(x)));
+    double d = cosh(2.0 * x) + cos(2.0 * y);
+    return fx_cd(sinh(2.0 * x) / d, sin(2.0 * y) / d);
 }
-// Element::pow for Complex32: 0^0 = 1, 0^z = 0, else powc = exp(o * ln(self)).
-__device__ __noinline__ fx_c64 fx_cpow(fx_c64 a, fx_c64 b) {
-    if (fx_cis_zero(a)) return fx_cis_zero(b) ? fx_cplx(1.0f, 0.0f) : fx_cplx(0.0f, 0.0f);
-    if (fx_cis_zero(b)) return fx_cplx(1.0f, 0.0f);
-    return fx_cexp(fx_cmul(b, fx_cln(a)));
-}
+// Element::pow for Complex32: e^(b ln a), as std::pow (so MLX).
+__device__ __noinline__ fx_c64 fx_cpow(fx_c64 a, fx_c64 b) { return fx_cexp(fx_cmul(b, fx_cln(a))); }
 
 // ---------------------------------------------------------------------------
 // Element arithmetic on the compute type TC (element.rs)
@@ -706,15 +776,10 @@ __device__ __forceinline__ TC fx_div(TC a, TC b) {
 #endif
     return (TC)(a / b);
 }
-// Wrapping exponentiation by squaring; negative exponents give 1 for base 1,
-// ±1 for base -1 and 0 otherwise.
+// Wrapping exponentiation by squaring; a negative exponent gives 0 (MLX).
 __device__ __forceinline__ TC fx_pow(TC a, TC b) {
 #if FX_IS_SIGNED
-    if (b < 0) {
-        if (a == 1) return 1;
-        if (a == -1) return (b % 2 == 0) ? (TC)1 : a;
-        return 0;
-    }
+    if (b < 0) return 0;
 #endif
     FxUW base = (FxUW)a, acc = 1;
     unsigned long long e = (unsigned long long)b;

@@ -7,6 +7,8 @@ use crate::dtype::Dtype;
 use half::{bf16, f16};
 use num_complex::Complex32;
 
+pub mod complex;
+
 /// A Rust scalar of any dtype: fill values, `item()`, and the bridge of casts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
@@ -56,7 +58,7 @@ pub trait Element: Copy + Send + Sync + 'static + Default + PartialEq + std::fmt
     fn mul(self, o: Self) -> Self;
     /// Division (integer division truncates; division by zero gives 0 for integers).
     fn div(self, o: Self) -> Self;
-    /// Power.
+    /// Power (integers: wrapping, and 0 for negative exponents, as MLX).
     fn pow(self, o: Self) -> Self;
     /// Larger of two values; NaN propagates.
     fn max(self, o: Self) -> Self;
@@ -80,8 +82,38 @@ pub trait Element: Copy + Send + Sync + 'static + Default + PartialEq + std::fmt
     fn highest() -> Self;
 }
 
+/// C's float-to-int32 conversion as x86-64 performs it (what NumPy and MLX
+/// return): truncation toward zero; NaN and out-of-range values give
+/// `i32::MIN`, the instruction's "integer indefinite" value.
+pub fn cvt32(v: f64) -> i32 {
+    if v > -2147483649.0 && v < 2147483648.0 {
+        v as i32
+    } else {
+        i32::MIN
+    }
+}
+
+/// [`cvt32`]'s 64-bit counterpart (`i64::MIN` for NaN and out of range).
+pub fn cvt64(v: f64) -> i64 {
+    if (-9223372036854775808.0..9223372036854775808.0).contains(&v) {
+        v as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// C's float-to-uint64 conversion on x86-64: values from 2^63 up are
+/// converted after subtracting 2^63.
+pub fn cvt_u64(v: f64) -> u64 {
+    if v >= 9223372036854775808.0 {
+        (cvt64(v - 9223372036854775808.0) as u64) ^ (1 << 63)
+    } else {
+        cvt64(v) as u64
+    }
+}
+
 macro_rules! int_element {
-    ($t:ty, $dt:ident, $variant:ident, $conv:ty, signed = $signed:expr) => {
+    ($t:ty, $dt:ident, $variant:ident, $conv:ty, signed = $signed:expr, from_f64 = $from_f64:expr) => {
         impl Element for $t {
             const DTYPE: Dtype = Dtype::$dt;
             #[inline(always)]
@@ -94,8 +126,8 @@ macro_rules! int_element {
                     Scalar::Bool(b) => b as $t,
                     Scalar::Int(v) => v as $t,
                     Scalar::UInt(v) => v as $t,
-                    Scalar::Float(v) => v as $t,
-                    Scalar::Complex(re, _) => re as $t,
+                    Scalar::Float(v) => $from_f64(v) as $t,
+                    Scalar::Complex(re, _) => $from_f64(re as f64) as $t,
                 }
             }
             #[inline(always)]
@@ -130,18 +162,8 @@ macro_rules! int_element {
             fn pow(self, o: Self) -> Self {
                 #[allow(unused_comparisons)]
                 if o < 0 {
-                    // Only 1 and -1 have integer reciprocals.
-                    match self as i64 {
-                        1 => 1,
-                        -1 => {
-                            if (o as i64) % 2 == 0 {
-                                1
-                            } else {
-                                self
-                            }
-                        }
-                        _ => 0,
-                    }
+                    // MLX's integer power: 0 for any negative exponent.
+                    0
                 } else {
                     let mut base = self;
                     let mut exp = o as u64;
@@ -203,14 +225,17 @@ macro_rules! int_element {
     };
 }
 
-int_element!(u8, U8, UInt, u64, signed = false);
-int_element!(u16, U16, UInt, u64, signed = false);
-int_element!(u32, U32, UInt, u64, signed = false);
-int_element!(u64, U64, UInt, u64, signed = false);
-int_element!(i8, I8, Int, i64, signed = true);
-int_element!(i16, I16, Int, i64, signed = true);
-int_element!(i32, I32, Int, i64, signed = true);
-int_element!(i64, I64, Int, i64, signed = true);
+// Float sources convert as C does on x86-64 (see `cvt32`): targets up to 16
+// bits and int32 through the 32-bit conversion, uint32 and int64 through the
+// 64-bit one, then wrapping to the target.
+int_element!(u8, U8, UInt, u64, signed = false, from_f64 = cvt32);
+int_element!(u16, U16, UInt, u64, signed = false, from_f64 = cvt32);
+int_element!(u32, U32, UInt, u64, signed = false, from_f64 = cvt64);
+int_element!(u64, U64, UInt, u64, signed = false, from_f64 = cvt_u64);
+int_element!(i8, I8, Int, i64, signed = true, from_f64 = cvt32);
+int_element!(i16, I16, Int, i64, signed = true, from_f64 = cvt32);
+int_element!(i32, I32, Int, i64, signed = true, from_f64 = cvt32);
+int_element!(i64, I64, Int, i64, signed = true, from_f64 = cvt64);
 
 impl Element for bool {
     const DTYPE: Dtype = Dtype::Bool;
@@ -413,23 +438,16 @@ impl Element for Complex32 {
     }
     #[inline(always)]
     fn mul(self, o: Self) -> Self {
-        self * o
+        complex::mul(self, o)
     }
     #[inline(always)]
     fn div(self, o: Self) -> Self {
-        self / o
+        complex::div(self, o)
     }
     #[inline(always)]
     fn pow(self, o: Self) -> Self {
-        if self == Self::zero() {
-            if o == Self::zero() {
-                Self::one()
-            } else {
-                Self::zero()
-            }
-        } else {
-            self.powc(o)
-        }
+        // As std::pow (so MLX): e^(o ln self), with no special case for 0.
+        complex::exp(complex::mul(o, complex::ln(self)))
     }
     #[inline(always)]
     fn max(self, o: Self) -> Self {
@@ -583,24 +601,24 @@ half_float_element!(bf16);
 
 impl FloatElement for Complex32 {
     fn exp(self) -> Self {
-        Complex32::exp(self)
+        complex::exp(self)
     }
     fn ln(self) -> Self {
-        Complex32::ln(self)
+        complex::ln(self)
     }
     fn sqrt(self) -> Self {
-        Complex32::sqrt(self)
+        complex::sqrt(self)
     }
     fn sin(self) -> Self {
-        Complex32::sin(self)
+        complex::sin(self)
     }
     fn cos(self) -> Self {
-        Complex32::cos(self)
+        complex::cos(self)
     }
     fn tanh(self) -> Self {
-        Complex32::tanh(self)
+        complex::tanh(self)
     }
     fn sigmoid(self) -> Self {
-        Complex32::new(1.0, 0.0) / (Complex32::new(1.0, 0.0) + Complex32::exp(-self))
+        complex::div(Complex32::new(1.0, 0.0), Complex32::new(1.0, 0.0) + complex::exp(-self))
     }
 }
