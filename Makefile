@@ -1,4 +1,5 @@
-# ferrox: `make demo` runs the quickstart tour, `make test` runs every test.
+# ferrox: `make demo` runs the quickstart tour, `make test` runs every test,
+# `make fuzz` runs the long fuzz pass (fuzz/).
 # Both create .venv (with maturin, numpy, pytest, NVRTC) on first use and
 # build the extension into it. On a GPU machine, scripts/gpu-check.sh runs the
 # suite with the GPU as default device, then the GPU benchmarks.
@@ -7,7 +8,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO_JOBS ?= 2
 
-.PHONY: test demo build build-dev bench rust-test py-test clean
+.PHONY: test demo build build-dev bench fuzz rust-test py-test clean
 
 $(PY): requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -38,6 +39,13 @@ test: rust-test py-test
 
 demo: build
 	$(PY) examples/quickstart.py
+
+# The long fuzz pass: FUZZ_CALLS random calls with a random seed (the test
+# suite runs a short fixed-seed pass); prints the counts and writes findings
+# to fuzz/found.txt. FUZZ_ARGS adds options (e.g. --seed 7, --verbose).
+FUZZ_CALLS ?= 1000000
+fuzz: build
+	$(PY) -m fuzz --calls $(FUZZ_CALLS) $(FUZZ_ARGS)
 
 bench: build
 	$(PY) benches/cpu_ops.py

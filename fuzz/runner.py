@@ -104,7 +104,8 @@ class Runner:
         self.nworkers = workers
         self.timeout = timeout
         self.huge_timeout = min(timeout, 5.0)
-        self.env = dict(os.environ, FUZZ_MEMORY_GB=str(memory_gb), PYTHONPATH=str(ROOT))
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        self.env = dict(os.environ, FUZZ_MEMORY_GB=str(memory_gb), PYTHONPATH=path)
         self.verbose = verbose
 
     def _source_of(self, seed, index):

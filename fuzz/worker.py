@@ -29,6 +29,10 @@ PANIC_MARK = "Internal error (a bug in ferrox"
 # (memory counters, stream numbering) that differs between the two.
 NO_ORACLE = ("fx.transfer_count", "fx.cuda.", "fx.Device(fx.cpu, 3)", "memory", "cache", "memoryview(",
              "fx.new_stream", "fx.default_stream", "fx.synchronize")  # fmt: skip
+# Calls that crash MLX 0.32 (a reshape to no shape, out-of-bounds integer
+# indices, which MLX does not check, and checkpointed functions returning
+# no array): MLX is not asked, which saves restarting the worker.
+MLX_CRASHES = re.compile(r"\.reshape\(\)|checkpoint\(lambda x: (3\.0|None)\)|\)\[-?\d+\]$")
 BIG = 1 << 20  # results larger than this are compared by shape and dtype only
 
 # MLX's CPU build evaluates float64 transcendentals in float32 precision, so
@@ -150,7 +154,7 @@ def known_difference(src, why):
     MLX is wrong), or None. Each entry is documented in docs/fuzzing.md."""
     if "float64" in src and any(f in src for f in TRANSCENDENTAL) and "float64" in why:
         return "float64 functions computed in float64 (MLX's CPU build uses float32 precision)"
-    if "uint32" in src and "np.inf" in src and "uint32" in why:
+    if "uint32" in src and "np.inf" in src:
         return "float to uint32 beyond int32's range is undefined in C (MLX's result depends on vectorization)"
     if "prod" in src and re.search(r": np\.\w+\(1(\.0)?\) vs np\.\w+\(0(\.0)?\)", why):
         return "the product of no elements is 1 (MLX gives 0 for some empty inputs)"
@@ -268,7 +272,7 @@ class Worker:
                 self.send("X", json.dumps(dict(record, src=call.src)))
         finally:
             self.restore()
-        if call.hostile or self.mx is None or any(m in call.src for m in NO_ORACLE):
+        if call.hostile or self.mx is None or any(m in call.src for m in NO_ORACLE) or MLX_CRASHES.search(call.src):
             return
         if fx_result is not None and fx_result[0] == "array" and fx_result[3] is None:
             return

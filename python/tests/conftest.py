@@ -381,6 +381,24 @@ def make_operand(rng, layout, name, kind="normal"):
 DEVICES = ["cpu"] + (["gpu"] if fx.cuda.is_available() else [])
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "whole_process: runs once, not per device (it starts processes that pick their own device)"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keeps one device's copy of tests marked `whole_process`."""
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        once = item.get_closest_marker("whole_process") is not None
+        (drop if once and params.get("device", DEVICES[0]) != DEVICES[0] else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(params=DEVICES, autouse=True)
 def device(request):
     """The name of the device this run of the test uses as default."""

@@ -93,7 +93,7 @@ def test_memory_accounting_and_cache():
 def test_memory_limit_is_a_clear_error():
     old = fx.set_memory_limit(1 << 30)
     try:
-        with pytest.raises(ValueError, match="memory limit|maximum allowed"):
+        with pytest.raises(MemoryError, match="memory limit|maximum allowed"):
             fx.eval(fx.zeros((1 << 29,)))  # 2 GiB
         # Smaller work still runs under the limit.
         assert fx.zeros((1 << 20,)).sum().item() == 0.0
@@ -101,9 +101,18 @@ def test_memory_limit_is_a_clear_error():
         fx.set_memory_limit(old)
 
 
-def test_oversized_allocation_is_an_error_not_a_crash():
-    with pytest.raises(ValueError):
+def test_oversized_allocation_is_a_memory_error_not_a_crash():
+    with pytest.raises(MemoryError):
         fx.eval(fx.zeros((1 << 40,), dtype=fx.float32))  # 4 TiB
+    # Each within the device's memory, together beyond it: the driver
+    # refuses the second, and that is a MemoryError too.
+    total = fx.device_info(fx.gpu)["total_memory"]
+    first = fx.zeros((int(total * 0.6) // 4,), dtype=fx.float32)
+    fx.eval(first)
+    with pytest.raises(MemoryError):
+        fx.eval(fx.zeros((int(total * 0.6) // 4,), dtype=fx.float32))
+    del first
+    fx.clear_cache()
 
 
 def test_kernels_are_cached_on_disk(tmp_path):

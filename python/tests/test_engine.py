@@ -284,3 +284,13 @@ def test_streams():
     assert n.device.type == fx.cpu
     n2 = fx.new_stream(fx.Device(fx.cpu))
     assert n2.device.type == fx.cpu
+
+
+def test_device_info_reports_name_architecture_and_memory():
+    info = fx.device_info()
+    assert set(info) >= {"device_name", "architecture", "total_memory", "memory_size"}
+    cpu = fx.device_info(fx.cpu)
+    assert cpu["total_memory"] == cpu["memory_size"] > 0 and isinstance(cpu["device_name"], str)
+    if not fx.cuda.is_available():
+        with pytest.raises(ValueError, match="not available"):
+            fx.device_info(fx.gpu)

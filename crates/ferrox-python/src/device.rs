@@ -185,6 +185,25 @@ fn cuda_set_allow_tf32(allow: bool) -> bool {
     previous
 }
 
+/// Properties of a device (default: the default device): `device_name`,
+/// `architecture`, and `total_memory` with its alias `memory_size`, in bytes.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (d = None))]
+fn device_info<'py>(py: Python<'py>, d: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let dev = match d {
+        Some(d) if !d.is_none() => device_arg(d)?,
+        _ => device::default_device(),
+    };
+    let info = ferrox::backend::dispatcher::device_info(dev).py()?;
+    let out = pyo3::types::PyDict::new(py);
+    out.set_item("device_name", info.name)?;
+    out.set_item("architecture", info.architecture)?;
+    out.set_item("total_memory", info.total_memory)?;
+    out.set_item("memory_size", info.total_memory)?;
+    Ok(out)
+}
+
 /// Number of buffers moved between devices since the process started.
 #[guarded]
 #[pyfunction]
@@ -208,5 +227,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_set_allow_tf32, m)?)?;
     m.add_function(wrap_pyfunction!(transfer_count, m)?)?;
+    m.add_function(wrap_pyfunction!(device_info, m)?)?;
     Ok(())
 }

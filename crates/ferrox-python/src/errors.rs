@@ -64,3 +64,11 @@ pub fn guard<T>(op: &str, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         Err(PyRuntimeError::new_err(format!("[{op}] Internal error (a bug in ferrox, please report it): {what}")))
     })
 }
+
+/// Panics inside a guarded entry point: lets the test suite check that a
+/// Rust panic reaches Python as a `RuntimeError` naming the function.
+#[ferrox_python_macros::guarded]
+#[pyo3::pyfunction]
+pub fn _panic_for_tests(message: &str) -> PyResult<()> {
+    panic!("{message}");
+}

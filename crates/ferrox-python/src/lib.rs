@@ -19,5 +19,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(m)?;
     ops::register(m)?;
     transforms::register(m)?;
+    m.add_function(wrap_pyfunction!(errors::_panic_for_tests, m)?)?;
     Ok(())
 }

@@ -10,7 +10,8 @@ use std::fmt;
 /// Formats a float like C's `%g` with 6 significant digits (what MLX prints).
 pub fn fmt_g(v: f64) -> String {
     if v.is_nan() {
-        return "nan".into();
+        // printf's %g shows the sign bit of a NaN.
+        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
     }
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
@@ -44,10 +45,10 @@ fn fmt_scalar(s: Scalar) -> String {
         Scalar::Int(v) => v.to_string(),
         Scalar::UInt(v) => v.to_string(),
         Scalar::Float(v) => fmt_g(v),
-        Scalar::Complex(re, im) => {
-            let sign = if im < 0.0 || (im == 0.0 && im.is_sign_negative()) { "-" } else { "+" };
-            format!("{}{}{}j", fmt_g(re as f64), sign, fmt_g((im as f64).abs()))
-        }
+        // As MLX: a strictly negative imaginary part as "-|im|", anything else
+        // (-0 and NaNs included) as "+" and its own text.
+        Scalar::Complex(re, im) if im < 0.0 => format!("{}-{}j", fmt_g(re as f64), fmt_g(-im as f64)),
+        Scalar::Complex(re, im) => format!("{}+{}j", fmt_g(re as f64), fmt_g(im as f64)),
     }
 }
 

@@ -56,6 +56,44 @@ pub fn backend(stream: Stream) -> Result<&'static dyn Backend> {
     }
 }
 
+/// What [`device_info`] reports about a device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    /// The product name ("NVIDIA H200", the processor's model name).
+    pub name: String,
+    /// The instruction set ("x86_64", "sm_90").
+    pub architecture: String,
+    /// Bytes of memory the device has.
+    pub total_memory: usize,
+}
+
+/// Properties of `device` (MLX's `device_info`).
+pub fn device_info(device: Device) -> Result<DeviceInfo> {
+    check_device(device)?;
+    match device.kind {
+        DeviceType::Cpu => Ok(DeviceInfo {
+            name: cpu_model_name().unwrap_or_else(|| "cpu".into()),
+            architecture: std::env::consts::ARCH.into(),
+            total_memory: crate::memory::physical_memory(),
+        }),
+        #[cfg(feature = "cuda")]
+        DeviceType::Gpu => Ok(DeviceInfo {
+            name: super::cuda::device_name().unwrap_or_default(),
+            architecture: super::cuda::device_architecture().unwrap_or_default(),
+            total_memory: super::cuda::device_memory().unwrap_or(0),
+        }),
+        #[cfg(not(feature = "cuda"))]
+        DeviceType::Gpu => unreachable!("check_device refuses GPUs without the cuda feature"),
+    }
+}
+
+/// The processor's model name from /proc/cpuinfo, where there is one.
+fn cpu_model_name() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
 /// Number of buffers moved between devices since the process started.
 pub fn transfer_count() -> usize {
     TRANSFERS.load(Ordering::Relaxed)

@@ -80,6 +80,11 @@ pub fn device_memory() -> Option<usize> {
     gpu().ok().map(|d| d.total_memory)
 }
 
+/// The GPU's compute capability as an architecture name ("sm_90").
+pub fn device_architecture() -> Option<String> {
+    gpu().ok().map(|d| format!("sm_{}{}", d.arch.0, d.arch.1))
+}
+
 /// Bytes held in the GPU buffer cache.
 pub(crate) fn cache_memory() -> usize {
     if is_available() {
