@@ -181,9 +181,12 @@ def compare(np, x, y):
                 return f"[{i}] {why}"
         return None
     if kind == "dict":
-        if x[1].keys() != y[1].keys():
-            return "dict keys differ"
-        for k in x[1]:
+        # ferrox may report more than MLX (device_info adds total_memory):
+        # every key MLX gives must be there, with an equal value.
+        missing = y[1].keys() - x[1].keys()
+        if missing:
+            return f"dict lacks MLX's keys {sorted(missing)}"
+        for k in y[1]:
             why = compare(np, x[1][k], y[1][k])
             if why:
                 return f"[{k!r}] {why}"
