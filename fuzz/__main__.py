@@ -3,6 +3,7 @@
     python -m fuzz --calls 1000000            # a long pass with a random seed
     python -m fuzz --calls 20000 --seed 0     # the short fixed-seed pass CI runs
     python -m fuzz --replay fuzz/reproducers.txt
+    python -m fuzz --replay found.txt --compare   # replay, comparing with MLX
 
 Exits non-zero when a call crashed, hung, panicked, raised an exception
 type ferrox never raises on purpose, or disagreed with MLX. New findings
@@ -31,13 +32,14 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=20.0, help="seconds before a call counts as hung")
     p.add_argument("--memory-gb", type=float, default=6.0, help="address-space limit per worker")
     p.add_argument("--replay", metavar="FILE", help="replay the call lines of FILE instead")
+    p.add_argument("--compare", action="store_true", help="with --replay, also compare each line with MLX")
     p.add_argument("--found", metavar="FILE", default="fuzz/found.txt", help="where new findings go")
     p.add_argument("--verbose", action="store_true", help="print each finding as it happens")
     args = p.parse_args(argv)
 
     runner = Runner(args.workers, args.timeout, args.memory_gb, args.verbose)
     if args.replay:
-        jobs = [("LINE", src) for src in read_lines(args.replay)]
+        jobs = [("COMPARE" if args.compare else "LINE", src) for src in read_lines(args.replay)]
         print(f"replaying {len(jobs)} lines of {args.replay}")
     else:
         seed = args.seed if args.seed is not None else random.randrange(1 << 31)

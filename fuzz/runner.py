@@ -42,6 +42,7 @@ class Report:
     counts: Counter = field(default_factory=Counter)
     findings: list = field(default_factory=list)
     seconds: float = 0.0
+    started: float = 0.0
 
     def add(self, f: Finding):
         self.findings.append(f)
@@ -107,6 +108,7 @@ class Runner:
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         self.env = dict(os.environ, FUZZ_MEMORY_GB=str(memory_gb), PYTHONPATH=path)
         self.verbose = verbose
+        self._shown = 0
 
     def _source_of(self, seed, index):
         from .targets import Targets
@@ -120,7 +122,7 @@ class Runner:
         """Runs `jobs`, a list of ('RUN', seed, start, end) or ('LINE', src)."""
         report = Report()
         queue = list(jobs)
-        started = time.time()
+        started = report.started = time.time()
         live = []
         while queue or any(w.chunk for w in live):
             while queue and len([w for w in live if w.chunk]) < self.nworkers:
@@ -163,7 +165,7 @@ class Runner:
             _, seed, start, end = job
             w.send(f"RUN {seed} {start} {end - start}")
         else:
-            w.send("LINE " + json.dumps(job[1]))
+            w.send(f"{job[0]} " + json.dumps(job[1]))
 
     def _line(self, w, line, report):
         tag, _, rest = line.partition(" ")
@@ -184,10 +186,19 @@ class Runner:
         elif tag == "DONE":
             w.chunk = None
             w.deadline = None
+            if self.verbose:
+                self._progress(report)
+
+    def _progress(self, report):
+        """With --verbose, a line per 20,000 calls so long runs show progress."""
+        calls = report.counts["calls"]
+        if calls // 20_000 > self._shown:
+            self._shown = calls // 20_000
+            print(f"  ... {calls} calls in {time.time() - report.started:.0f} s", flush=True)
 
     def _src(self, w):
         index, _ = w.last
-        if w.chunk[0] == "LINE":
+        if w.chunk[0] != "RUN":
             return w.chunk[1]
         return self._source_of(w.chunk[1], index).src
 

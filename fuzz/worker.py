@@ -118,21 +118,24 @@ def materialize(r, lib, np, depth=0):
     return ("other", type(r).__name__, str(r).replace("mlx.core", "ferrox"))
 
 
-def _arrays_differ(np, dtype, a, b):
-    """Why two arrays of one dtype differ, or None."""
+def _arrays_differ(np, dtype, a, b, loose=1.0):
+    """Why two arrays of one dtype differ, or None. Inexact values compare
+    with the dtype's relative tolerance times `loose`, and an absolute one
+    of a hundredth of it times the largest magnitude (at least 1), since
+    sums that cancel keep only their absolute accuracy."""
     if a.shape != b.shape:
         return f"values shape {a.shape} vs {b.shape}"
     if a.size == 0:
         return None
     if dtype in TOLERANCE:
-        rt = TOLERANCE[dtype]
+        rt = TOLERANCE[dtype] * loose
         a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
         # A complex NaN is NaN whichever part holds it (reductions may pick
         # different NaN elements).
         both_nan = np.isnan(a64) & np.isnan(b64)
         a64, b64 = np.where(both_nan, 0, a64), np.where(both_nan, 0, b64)
         finite = np.isfinite(b64)
-        scale = max(float(np.max(np.abs(b64[finite]), initial=0.0)), 1e-30)
+        scale = max(float(np.max(np.abs(b64[finite]), initial=0.0)), 1.0)
         for part in (np.real, np.imag):
             pa, pb = part(a64), part(b64)
             close = np.isclose(pa, pb, rtol=rt, atol=rt * scale * 1e-2, equal_nan=True)
@@ -146,6 +149,13 @@ def _arrays_differ(np, dtype, a, b):
     return None
 
 
+def looseness(src):
+    """How much to widen the tolerance for a call: derivatives are formulas
+    like 1 - tanh(x)^2 whose cancellation turns a one-ulp difference in a
+    half-precision forward value into a percent."""
+    return 8.0 if any(t in src for t in ("grad", "vjp", "jvp")) else 1.0
+
+
 TRANSCENDENTAL = ("exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "power", "**")
 
 
@@ -156,13 +166,23 @@ def known_difference(src, why):
         return "float64 functions computed in float64 (MLX's CPU build uses float32 precision)"
     if "uint32" in src and "np.inf" in src:
         return "float to uint32 beyond int32's range is undefined in C (MLX's result depends on vectorization)"
-    if "prod" in src and re.search(r": np\.\w+\(1(\.0)?\) vs np\.\w+\(0(\.0)?\)", why):
+    if "prod" in src and re.search(r": np\.\w+\(1(\.0)?(\+0j)?\) vs np\.\w+\(0(\.0)?j?\)", why):
         return "the product of no elements is 1 (MLX gives 0 for some empty inputs)"
+    values = re.search(r": (np\.\w+\(.*\)) vs (np\.\w+\(.*\))$", why)
+    if values:
+        ours, theirs = values.groups()
+        if "prod" in src and ("inf" in ours + theirs or "nan" in ours + theirs):
+            return "a product whose partial products overflow in one order of the factors and not in another"
+        if ("matmul" in src or "@" in src) and "complex" in ours and "nan" in ours and "inf" in theirs:
+            return "complex matmul with infinite inputs gives NaN, as NumPy's (MLX recovers infinities)"
+        if "complex" in ours and "nan" not in ours + theirs and ours.count("inf") == 2 == theirs.count("inf"):
+            return "the phase of an overflowing complex result (cos and sin of a huge argument) hangs on the last ulp"
     return None
 
 
-def compare(np, x, y):
-    """Why two materialized results differ, or None."""
+def compare(np, x, y, loose=1.0):
+    """Why two materialized results differ, or None (`loose` scales the
+    tolerance of inexact values)."""
     if x[0] != y[0]:
         return f"kind {x[0]} vs {y[0]}"
     kind = x[0]
@@ -171,12 +191,12 @@ def compare(np, x, y):
             return f"array shape/dtype {x[1]} {x[2]} vs {y[1]} {y[2]}"
         if x[3] is None or y[3] is None:
             return None
-        return _arrays_differ(np, x[2], x[3], y[3])
+        return _arrays_differ(np, x[2], x[3], y[3], loose)
     if kind in ("list", "tuple"):
         if len(x[1]) != len(y[1]):
             return f"{kind} length {len(x[1])} vs {len(y[1])}"
         for i, (a, b) in enumerate(zip(x[1], y[1])):
-            why = compare(np, a, b)
+            why = compare(np, a, b, loose)
             if why:
                 return f"[{i}] {why}"
         return None
@@ -187,7 +207,7 @@ def compare(np, x, y):
         if missing:
             return f"dict lacks MLX's keys {sorted(missing)}"
         for k in y[1]:
-            why = compare(np, x[1][k], y[1][k])
+            why = compare(np, x[1][k], y[1][k], loose)
             if why:
                 return f"[{k!r}] {why}"
         return None
@@ -206,7 +226,7 @@ def compare(np, x, y):
     if kind == "ndarray":
         if x[1] != y[1] or x[2] != y[2]:
             return f"ndarray {x[1]} {x[2]} vs {y[1]} {y[2]}"
-        return _arrays_differ(np, x[2], x[3], y[3])
+        return _arrays_differ(np, x[2], x[3], y[3], loose)
     return None if x == y else f"{x!r} vs {y!r}"
 
 
@@ -299,7 +319,7 @@ class Worker:
             counts["oracle:mlx_rejects"] += 1
             self.send("X", json.dumps(dict(record, src=call.src, oracle="mlx_rejects", msg=mx_result[1])))
         else:
-            why = compare(np, fx_result, mx_result)
+            why = compare(np, fx_result, mx_result, looseness(call.src))
             known = why and known_difference(call.src, why)
             if known:
                 counts["oracle:known_difference"] += 1
@@ -326,9 +346,10 @@ class Worker:
                         # Report often: a crash loses only what was not reported.
                         self.send("S", json.dumps(counts))
                         counts = Counter()
-            elif cmd == "LINE":
+            elif cmd in ("LINE", "COMPARE"):
+                # A replayed line; COMPARE also asks MLX (as a seeded call would).
                 counts["calls"] += 1
-                self.one(0, Call(json.loads(rest), True, "replay"), counts)
+                self.one(0, Call(json.loads(rest), cmd == "LINE", "replay"), counts)
             elif cmd == "QUIT":
                 return
             self.send("S", json.dumps(counts))

@@ -333,9 +333,39 @@ def test_linspace_ends_exactly_at_its_bounds():
         fx.linspace(0, 1, -1)
 
 
+@pytest.mark.parametrize(
+    "start, stop, num, dtype",
+    [(-3, -3, 50, "uint16"), (10, 10, 50, "int8"), (10, 1, 4, "int32"), (0.5, -3, 50, "uint32"),
+     (-1.5, 2, 50, "bool_"), (0.1, 7.3, 33, "float16"), (1e30, 10, 2, "float32"), (-2.5, 1e10, 7, "float64")],
+)
+def test_linspace_rounds_as_mlx(start, stop, num, dtype):
+    # MLX computes (1 - t)·start + t·stop in float32 (float64 for a float64
+    # result) and casts: an integer result truncates what float32 gives.
+    expected = {
+        ("uint16", 1): 65533, ("int8", 4): 9, ("int32", 1): 6, ("uint32", 21): 2**32 - 1,
+    }
+    got = np.array(fx.linspace(start, stop, num, dtype=getattr(fx, dtype)))
+    inner = np.float64 if dtype == "float64" else np.float32
+    t = np.arange(num, dtype=inner) / inner(num - 1)
+    want = ((inner(1) - t) * inner(start) + t * inner(stop)).astype(np.dtype(dtype.rstrip("_")))
+    assert np.array_equal(got, want)
+    for (d, i), v in expected.items():
+        if d == dtype:
+            assert got[i] == v
+
+
+def test_linspace_without_endpoint():
+    assert fx.linspace(0, 1, 4, endpoint=False).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert fx.linspace(0, 1, 1, endpoint=False).tolist() == [0.0]
+
+
 def test_arange_steps_in_the_target_dtype():
     assert fx.arange(-1.5, 5, dtype=fx.int64).tolist() == [-1, 0, 1, 2, 3, 4, 5]
     assert fx.arange(250, 300, 10, dtype=fx.uint8).tolist() == [250, 4, 14, 24, 34]
+    # A negative start wraps in an unsigned dtype, as MLX's T(start) does.
+    assert fx.arange(-3, 1, dtype=fx.uint64).tolist() == [2**64 - 3, 2**64 - 2, 2**64 - 1, 0]
+    assert fx.arange(-1.5, 0.5, dtype=fx.uint64).tolist() == [2**64 - 1, 0]
+    assert fx.arange(5, 0, -2, dtype=fx.uint64).tolist() == [5, 3, 1]
     with pytest.raises(ValueError, match="step must be nonzero"):
         fx.arange(0, 5, 0)
 
@@ -344,6 +374,22 @@ def test_full_types_python_scalars_against_dtype():
     assert fx.full((2,), 0.5, fx.int8).dtype == fx.float32  # a float needs a float dtype
     assert fx.full((2,), 1, fx.bool_).dtype == fx.int32
     assert fx.full((2,), 1, fx.float16).dtype == fx.float16
+    assert fx.full((2,), False, fx.uint32).dtype == fx.uint32  # a bool takes the dtype
+    assert fx.full((2,), True, fx.float16).tolist() == [1.0, 1.0]
+    assert (fx.array([1], fx.int8) + True).dtype == fx.int8
+    # MLX's to_array: a float with a non-real-float dtype is float32.
+    assert fx.full((3,), 3.25, fx.complex64).dtype == fx.float32
+    assert (fx.array([1 + 1j]) + 1.5).dtype == fx.complex64
+
+
+def test_reducing_extents_of_one_is_not_a_reduction():
+    # As MLX: no reduction enters the graph, so max's gradient through a
+    # NaN is 1, and the result keeps the input's (widened) dtype.
+    x = fx.array([[float("nan")]])
+    assert fx.grad(lambda a: fx.max(a))(x).tolist() == [[1.0]]
+    assert fx.grad(fx.checkpoint(lambda a: fx.min(a)))(fx.array([float("nan")])).tolist() == [1.0]
+    assert fx.sum(fx.array([[7]], fx.int8), axis=1).dtype == fx.int32
+    assert fx.prod(fx.ones((3, 1)), axis=1).shape == (3,)
 
 
 def test_flatten_clamps_axes():

@@ -213,14 +213,16 @@ fn arange(
     wrap(on_stream(stream, || ops::arange(start, stop, step, dtype)))
 }
 
-/// `num` evenly spaced values over `[start, stop]`.
+/// `num` evenly spaced values over `[start, stop]` (`stop` left out
+/// unless `endpoint`).
 #[guarded]
 #[pyfunction]
-#[pyo3(signature = (start, stop, num = 50, dtype = None, *, stream = None))]
+#[pyo3(signature = (start, stop, num = 50, endpoint = true, dtype = None, *, stream = None))]
 fn linspace(
     start: f64,
     stop: f64,
     num: i64,
+    endpoint: bool,
     dtype: Option<&Bound<'_, PyAny>>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyArray> {
@@ -230,7 +232,7 @@ fn linspace(
         )));
     }
     let dtype = dtype_or(dtype, Dtype::F32)?;
-    wrap(on_stream(stream, || ops::linspace(start, stop, num as usize, dtype)))
+    wrap(on_stream(stream, || ops::linspace(start, stop, num as usize, endpoint, dtype)))
 }
 
 /// An `n × m` matrix with ones on diagonal `k`.

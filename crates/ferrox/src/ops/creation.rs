@@ -1,7 +1,7 @@
 //! Array creation: constants, ranges, identity matrices.
 
 use super::elementwise::{add, astype, divide, multiply, subtract};
-use super::shaping::broadcast_to;
+use super::shaping::{broadcast_to, reshape};
 use crate::array::Array;
 use crate::dtype::Dtype;
 use crate::element::{Element, Scalar};
@@ -75,10 +75,17 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
     // As MLX: the first value and the increment are the dtype's own values,
     // `T(start)` and `T(start + step) - T(start)` (so an integer range with a
     // fractional start steps by whole numbers).
+    // A uint64 travels as its two's-complement int64 value, which the
+    // kernel's float-to-uint64 conversion wraps back (so a range starting at
+    // a negative number wraps as MLX's does, instead of rounding near 2^64).
     fn first_and_step<T: Element>(start: f64, step: f64) -> (f64, f64) {
+        let as_f64 = |v: T| match v.to_scalar() {
+            Scalar::UInt(u) => u as i64 as f64,
+            s => s.as_f64(),
+        };
         let first = T::from_scalar(Scalar::Float(start));
         let next = T::from_scalar(Scalar::Float(start + step));
-        (first.to_scalar().as_f64(), next.sub(first).to_scalar().as_f64())
+        (as_f64(first), as_f64(next.sub(first)))
     }
     use half::{bf16, f16};
     let (first, step) = match dtype {
@@ -98,15 +105,21 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
     Array::from_primitive(vec![n], dtype, Arange { start: first, step }, vec![])
 }
 
-/// `num` evenly spaced values from `start` to `stop`, both included.
-/// Computed in float64 as `start·(1 − t) + stop·t` with `t = i / (num − 1)`,
-/// so both ends are exact whatever their magnitudes (as in MLX).
-pub fn linspace(start: f64, stop: f64, num: usize, dtype: Dtype) -> Result<Array> {
-    let f64_scalar = |v: f64| Array::scalar_of(Scalar::Float(v), Dtype::F64);
-    let i = Array::from_primitive(vec![num], Dtype::F64, Arange { start: 0.0, step: 1.0 }, vec![])?;
-    let t = divide(&i, &f64_scalar(num.saturating_sub(1).max(1) as f64))?;
-    let from_start = multiply(&subtract(&f64_scalar(1.0), &t)?, &f64_scalar(start))?;
-    astype(&add(&from_start, &multiply(&t, &f64_scalar(stop))?)?, dtype)
+/// `num` evenly spaced values from `start` to `stop` (included when
+/// `endpoint`), computed as MLX does so results match bit for bit: in
+/// float64 for a float64 result, else in float32, as `(1 - t)·start + t·stop`
+/// with `t = i / (num - 1)` (`i / num` without the endpoint), then cast.
+pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: Dtype) -> Result<Array> {
+    let inner = if dtype == Dtype::F64 { Dtype::F64 } else { Dtype::F32 };
+    let scalar = |v: f64| Array::scalar_of(Scalar::Float(v), inner);
+    if num == 1 {
+        return astype(&reshape(&scalar(start), &[1])?, dtype);
+    }
+    let i = Array::from_primitive(vec![num], inner, Arange { start: 0.0, step: 1.0 }, vec![])?;
+    let denominator = if endpoint { num.saturating_sub(1) } else { num };
+    let t = divide(&i, &scalar(denominator as f64))?;
+    let from_start = multiply(&subtract(&scalar(1.0), &t)?, &scalar(start))?;
+    astype(&add(&from_start, &multiply(&t, &scalar(stop))?)?, dtype)
 }
 
 /// An `n × m` matrix (m defaults to n) with ones on diagonal `k`.

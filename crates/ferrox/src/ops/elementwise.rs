@@ -18,14 +18,14 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
 }
 
 /// A Python-style weakly typed scalar for combining with an array of dtype
-/// `like`, following MLX: a bool stays bool; an int takes `like` unless
-/// `like` is bool (then int32); a float takes `like` if it is inexact,
-/// else float32; a complex number is complex64. An int that the chosen
-/// integer dtype cannot hold is an error (MLX's overflow check), never a
-/// silently wrapped value.
+/// `like`, following MLX: a bool takes `like`; an int takes `like` unless
+/// `like` is bool (then int32); a float takes `like` if it is a real
+/// float, else float32 (for complex64 too, as MLX); a complex number is
+/// complex64. An int that the chosen integer dtype cannot hold is an error
+/// (MLX's overflow check), never a silently wrapped value.
 pub fn weak_scalar(value: Scalar, like: Dtype) -> Result<Array> {
     let dtype = match value {
-        Scalar::Bool(_) => Dtype::Bool,
+        Scalar::Bool(_) => like,
         Scalar::Int(_) | Scalar::UInt(_) => {
             if like == Dtype::Bool {
                 Dtype::I32
@@ -34,7 +34,7 @@ pub fn weak_scalar(value: Scalar, like: Dtype) -> Result<Array> {
             }
         }
         Scalar::Float(_) => {
-            if like.is_inexact() {
+            if like.is_floating() {
                 like
             } else {
                 Dtype::F32

@@ -40,6 +40,10 @@ fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, k
     let out = if axes.is_empty() {
         // Nothing to reduce: MLX returns the input, dtype included.
         a.clone()
+    } else if axes.iter().all(|&i| a.shape()[i] == 1) {
+        // Reducing extents of one changes no value: as MLX, no reduction
+        // enters the graph (so max's gradient through a NaN is 1, not NaN).
+        astype(a, out_dtype)?
     } else {
         let shape = kept_shape(a, &axes);
         Array::from_primitive(shape, out_dtype, Reduce { op, axes: axes.clone() }, vec![a.clone()])?
