@@ -164,6 +164,16 @@ def test_exports_of_views_too_large_for_memory_fail_fast():
     assert repr(fx.broadcast_to(fx.array(2.0), (2**20, 2**20))).startswith("array([[2, 2, 2, ..., 2, 2, 2],")
 
 
+def test_numpy_conversion_goes_through_array_and_keeps_its_errors():
+    a = fx.arange(6).reshape(2, 3)
+    assert np.array_equal(np.array(a.T), np.arange(6).reshape(2, 3).T)
+    assert np.array(a, dtype=np.float64).dtype == np.float64
+    assert np.array(a, copy=True).flags.owndata
+    # No fallback to the sequence protocol (2**40 Python objects).
+    with pytest.raises(MemoryError):
+        np.asarray(fx.broadcast_to(fx.array(1.0), (2**40,)))
+
+
 def test_refused_host_allocation_is_a_memory_error():
     # Under a 4 GiB address-space limit, an 8 GiB array cannot be had.
     code = """

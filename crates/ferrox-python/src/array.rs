@@ -483,6 +483,25 @@ impl PyArray {
         py.allow_threads(|| repr(&self.inner)).py()
     }
 
+    /// NumPy's conversion hook: the buffer-protocol export as an ndarray
+    /// (cast to `dtype` if given). Having it keeps NumPy from falling back to
+    /// walking the array element by element when the export fails (for
+    /// example with a MemoryError for a view too large to copy).
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        slf: Bound<'py, Self>,
+        dtype: Option<Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let np = slf.py().import("numpy")?;
+        let view = np.call_method1("asarray", (pyo3::types::PyMemoryView::from(slf.as_any())?,))?;
+        match dtype.filter(|d| !d.is_none()) {
+            Some(d) => view.call_method1("astype", (d,)),
+            None if copy == Some(true) => view.call_method0("copy"),
+            None => Ok(view),
+        }
+    }
+
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
         if view.is_null() {
             return Err(PyBufferError::new_err("View is null"));

@@ -146,6 +146,9 @@ pub fn zeroed_vec<T: CpuElement>(n: usize) -> Result<Vec<T>> {
     if bytes == 0 {
         return Ok(Vec::new());
     }
+    if bytes > host_memory_bytes() {
+        return Err(Error::allocation_failed("allocate", bytes, "CPU"));
+    }
     let layout = std::alloc::Layout::array::<T>(n).map_err(|_| Error::allocation_failed("allocate", bytes, "CPU"))?;
     // SAFETY: the layout has a non-zero size. A null result is reported, not
     // used; otherwise the block holds `n` zeroed `T`s (all-zero bytes are a
@@ -172,6 +175,27 @@ pub fn output_vec<T: CpuElement>(n: usize) -> Result<Vec<T>> {
         Some(v) => Ok(v),
         None => zeroed_vec(n),
     }
+}
+
+/// The machine's memory, RAM plus swap, in bytes. A block larger than this
+/// can never be backed, so asking for one fails at once: where the OS
+/// overcommits, the allocation itself would succeed and filling it would
+/// end in the OOM killer instead of a MemoryError.
+fn host_memory_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sysinfo only writes the struct it is given.
+            let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+            if unsafe { libc::sysinfo(&mut info) } == 0 {
+                let unit = (info.mem_unit as usize).max(1);
+                let total = (info.totalram as usize).saturating_add(info.totalswap as usize);
+                return total.saturating_mul(unit);
+            }
+        }
+        usize::MAX
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -321,5 +345,18 @@ impl Drop for CpuStorage {
     fn drop(&mut self) {
         memory::on_free(self.nbytes());
         super::cache::recycle(std::mem::replace(&mut self.buffer, CpuBuffer::U8(Vec::new())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_larger_than_the_machine_fails_at_once() {
+        // Refused before asking the OS, which may overcommit and say yes.
+        let bytes = host_memory_bytes().saturating_add(1);
+        assert!(matches!(zeroed_vec::<u8>(bytes), Err(Error::OutOfMemory { .. })));
+        assert_eq!(zeroed_vec::<f32>(3).unwrap(), vec![0.0; 3]);
     }
 }
