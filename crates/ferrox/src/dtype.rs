@@ -96,6 +96,35 @@ impl DtypeCategory {
 
 use Dtype::*;
 
+/// Limits of a floating-point dtype (MLX's `finfo`); complex64 reports
+/// its float32 parts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FloatInfo {
+    /// The real dtype described.
+    pub dtype: Dtype,
+    /// Bits of the real dtype.
+    pub bits: usize,
+    /// The lowest finite value.
+    pub min: f64,
+    /// The largest finite value.
+    pub max: f64,
+    /// The difference between 1 and the next larger value.
+    pub eps: f64,
+    /// The smallest positive normal value.
+    pub smallest_normal: f64,
+}
+
+/// Limits of an integer dtype (MLX's `iinfo`); both fit an i128.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntInfo {
+    /// The dtype described.
+    pub dtype: Dtype,
+    /// The lowest value.
+    pub min: i128,
+    /// The largest value.
+    pub max: i128,
+}
+
 impl Dtype {
     /// Every dtype, in MLX's declaration order.
     pub const ALL: [Dtype; 14] = [Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, C64];
@@ -179,11 +208,21 @@ impl Dtype {
         }
     }
 
-    /// Whether an integer scalar lies in this integer dtype's range (other
-    /// scalars and dtypes always convert, possibly rounding or to infinity).
-    pub fn holds(self, value: crate::element::Scalar) -> bool {
-        use crate::element::Scalar;
-        let (lo, hi): (i128, i128) = match self {
+    /// The limits of an inexact dtype, `None` for bool and the integers.
+    pub fn finfo(self) -> Option<FloatInfo> {
+        let (dtype, bits, max, eps, smallest_normal) = match self {
+            F16 => (F16, 16, 65504.0, 2f64.powi(-10), 2f64.powi(-14)),
+            BF16 => (BF16, 16, half::bf16::MAX.to_f64(), 2f64.powi(-7), 2f64.powi(-126)),
+            F32 | C64 => (F32, 32, f32::MAX as f64, f32::EPSILON as f64, f32::MIN_POSITIVE as f64),
+            F64 => (F64, 64, f64::MAX, f64::EPSILON, f64::MIN_POSITIVE),
+            _ => return None,
+        };
+        Some(FloatInfo { dtype, bits, min: -max, max, eps, smallest_normal })
+    }
+
+    /// The limits of an integer dtype, `None` for the others.
+    pub fn iinfo(self) -> Option<IntInfo> {
+        let (min, max) = match self {
             U8 => (0, u8::MAX as i128),
             U16 => (0, u16::MAX as i128),
             U32 => (0, u32::MAX as i128),
@@ -192,11 +231,19 @@ impl Dtype {
             I16 => (i16::MIN as i128, i16::MAX as i128),
             I32 => (i32::MIN as i128, i32::MAX as i128),
             I64 => (i64::MIN as i128, i64::MAX as i128),
-            _ => return true,
+            _ => return None,
         };
+        Some(IntInfo { dtype: self, min, max })
+    }
+
+    /// Whether an integer scalar lies in this integer dtype's range (other
+    /// scalars and dtypes always convert, possibly rounding or to infinity).
+    pub fn holds(self, value: crate::element::Scalar) -> bool {
+        use crate::element::Scalar;
+        let Some(info) = self.iinfo() else { return true };
         match value {
-            Scalar::Int(v) => (lo..=hi).contains(&(v as i128)),
-            Scalar::UInt(v) => (lo..=hi).contains(&(v as i128)),
+            Scalar::Int(v) => (info.min..=info.max).contains(&(v as i128)),
+            Scalar::UInt(v) => (info.min..=info.max).contains(&(v as i128)),
             _ => true,
         }
     }

@@ -49,114 +49,222 @@ impl Storage {
     }
 }
 
-/// Elementwise functions of one argument.
+/// How an elementwise op of one argument treats dtypes (the `kind` column
+/// of [`unary_ops!`](crate::unary_ops)).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum UnaryOp {
-    /// -x
-    Negative,
-    /// |x|
-    Abs,
-    /// e^x
-    Exp,
-    /// ln x
-    Log,
-    /// √x
-    Sqrt,
-    /// sin x
-    Sin,
-    /// cos x
-    Cos,
-    /// tanh x
-    Tanh,
-    /// 1 / (1 + e^-x)
-    Sigmoid,
+pub enum UnaryKind {
+    /// Every dtype, unchanged (complex64 gives its magnitude as float32).
+    Magnitude,
+    /// Every dtype but bool, unchanged.
+    Signed,
+    /// Every dtype, unchanged.
+    Same,
+    /// Every dtype but complex64, unchanged.
+    Real,
+    /// Inexact dtypes; bool and integers compute in float32.
+    Float,
+    /// Real floats; bool and integers compute in float32, complex64 is refused.
+    RealFloat,
+    /// Every dtype, bool result.
+    Predicate,
+    /// Bool and the integers, unchanged.
+    Bits,
 }
 
-impl UnaryOp {
-    /// The op's MLX name.
-    pub fn name(self) -> &'static str {
+impl UnaryKind {
+    /// The dtype the kernel computes in for an input of `dtype`, or `None`
+    /// when the op does not accept it.
+    pub fn compute_dtype(self, dtype: Dtype) -> Option<Dtype> {
+        use UnaryKind::*;
         match self {
-            UnaryOp::Negative => "negative",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
+            Magnitude | Same | Predicate => Some(dtype),
+            Signed => (dtype != Dtype::Bool).then_some(dtype),
+            Real => (!dtype.is_complex()).then_some(dtype),
+            Float => Some(dtype.at_least_float()),
+            RealFloat => (!dtype.is_complex()).then(|| dtype.at_least_float()),
+            Bits => (dtype == Dtype::Bool || dtype.is_integer()).then_some(dtype),
         }
     }
 
-    /// Whether the op computes in floating point (integer inputs are promoted
-    /// to float32 by the op builder).
-    pub fn is_transcendental(self) -> bool {
-        !matches!(self, UnaryOp::Negative | UnaryOp::Abs)
+    /// The dtype the kernel writes for a compute dtype `dtype`.
+    pub fn kernel_output(self, dtype: Dtype) -> Dtype {
+        if self == UnaryKind::Predicate {
+            Dtype::Bool
+        } else {
+            dtype
+        }
+    }
+
+    /// Why an input dtype is refused, for the error message.
+    pub fn refusal(self) -> &'static str {
+        match self {
+            UnaryKind::Signed => "The argument must not be boolean",
+            UnaryKind::Real | UnaryKind::RealFloat => "Not supported for complex64",
+            UnaryKind::Bits => "The argument must be an integer or boolean",
+            _ => "Not supported for this dtype",
+        }
     }
 }
 
-/// Elementwise functions of two arguments of one dtype.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum BinaryOp {
-    /// a + b
-    Add,
-    /// a - b
-    Subtract,
-    /// a * b
-    Multiply,
-    /// a / b
-    Divide,
-    /// a ** b
-    Power,
-    /// max(a, b), NaN-propagating
-    Maximum,
-    /// min(a, b), NaN-propagating
-    Minimum,
-    /// a == b (bool result)
-    Equal,
-    /// a != b (bool result)
-    NotEqual,
-    /// a < b (bool result)
-    Less,
-    /// a <= b (bool result)
-    LessEqual,
-    /// a > b (bool result)
-    Greater,
-    /// a >= b (bool result)
-    GreaterEqual,
+macro_rules! unary_kind {
+    (magnitude) => { UnaryKind::Magnitude };
+    (signed) => { UnaryKind::Signed };
+    (same) => { UnaryKind::Same };
+    (real) => { UnaryKind::Real };
+    (float) => { UnaryKind::Float };
+    (real_float) => { UnaryKind::RealFloat };
+    (predicate) => { UnaryKind::Predicate };
+    (bits) => { UnaryKind::Bits };
 }
+
+macro_rules! define_unary_op {
+    ($($name:ident: $Var:ident, $kind:ident, $py:ident, $doc:literal, |$x:ident, $y:ident| $d:expr;)*) => {
+        /// Elementwise functions of one argument: the rows of
+        /// [`unary_ops!`](crate::unary_ops).
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        pub enum UnaryOp {
+            $(#[doc = $doc] $Var,)*
+        }
+
+        impl UnaryOp {
+            /// Every op, in table order.
+            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$Var),*];
+
+            /// The op's MLX name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$Var => stringify!($name),)*
+                }
+            }
+
+            /// How the op treats dtypes.
+            pub fn kind(self) -> UnaryKind {
+                match self {
+                    $(UnaryOp::$Var => unary_kind!($kind),)*
+                }
+            }
+
+            /// The name of the op's CUDA device functor (`unary_ops.cuh`).
+            pub fn functor(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$Var => concat!("Op", stringify!($Var)),)*
+                }
+            }
+        }
+    };
+}
+
+crate::unary_ops!(define_unary_op);
+
+/// How an elementwise op of two arguments treats dtypes (the `kind` column
+/// of [`binary_ops!`](crate::binary_ops)). Operands are first promoted to
+/// one dtype with MLX's table.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BinaryKind {
+    /// Every dtype, unchanged.
+    Arith,
+    /// Every dtype but complex64, unchanged.
+    NoComplex,
+    /// Inexact dtypes; bool and integers compute in float32.
+    Float,
+    /// Real floats; bool and integers compute in float32, complex64 is refused.
+    RealFloat,
+    /// Every dtype, bool result.
+    Compare,
+    /// Bool and the integers, unchanged.
+    Bits,
+    /// The integers; bool computes as uint8.
+    Shift,
+}
+
+impl BinaryKind {
+    /// The dtype the kernel computes in for promoted operands of `dtype`,
+    /// or `None` when the op does not accept it.
+    pub fn compute_dtype(self, dtype: Dtype) -> Option<Dtype> {
+        use BinaryKind::*;
+        match self {
+            Arith | Compare => Some(dtype),
+            NoComplex => (!dtype.is_complex()).then_some(dtype),
+            Float => Some(dtype.at_least_float()),
+            RealFloat => (!dtype.is_complex()).then(|| dtype.at_least_float()),
+            Bits => (dtype == Dtype::Bool || dtype.is_integer()).then_some(dtype),
+            Shift if dtype == Dtype::Bool => Some(Dtype::U8),
+            Shift => dtype.is_integer().then_some(dtype),
+        }
+    }
+
+    /// The dtype the kernel writes for a compute dtype `dtype`.
+    pub fn kernel_output(self, dtype: Dtype) -> Dtype {
+        if self == BinaryKind::Compare {
+            Dtype::Bool
+        } else {
+            dtype
+        }
+    }
+
+    /// Why an operand dtype is refused, for the error message.
+    pub fn refusal(self) -> &'static str {
+        match self {
+            BinaryKind::NoComplex | BinaryKind::RealFloat => "Complex type not supported",
+            BinaryKind::Bits | BinaryKind::Shift => "Arrays must have integer or boolean type",
+            _ => "Not supported for this dtype",
+        }
+    }
+}
+
+macro_rules! binary_kind {
+    (arith) => { BinaryKind::Arith };
+    (no_complex) => { BinaryKind::NoComplex };
+    (float) => { BinaryKind::Float };
+    (real_float) => { BinaryKind::RealFloat };
+    (compare) => { BinaryKind::Compare };
+    (bits) => { BinaryKind::Bits };
+    (shift) => { BinaryKind::Shift };
+}
+
+macro_rules! define_binary_op {
+    ($($name:ident: $Var:ident, $kind:ident, $doc:literal, |$a:ident, $b:ident, $out:ident| $d:expr;)*) => {
+        /// Elementwise functions of two arguments of one dtype: the rows of
+        /// [`binary_ops!`](crate::binary_ops).
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        pub enum BinaryOp {
+            $(#[doc = $doc] $Var,)*
+        }
+
+        impl BinaryOp {
+            /// Every op, in table order.
+            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$Var),*];
+
+            /// The op's MLX name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$Var => stringify!($name),)*
+                }
+            }
+
+            /// How the op treats dtypes.
+            pub fn kind(self) -> BinaryKind {
+                match self {
+                    $(BinaryOp::$Var => binary_kind!($kind),)*
+                }
+            }
+
+            /// The name of the op's CUDA device functor (`binary_ops.cuh`).
+            pub fn functor(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$Var => concat!("Op", stringify!($Var)),)*
+                }
+            }
+        }
+    };
+}
+
+crate::binary_ops!(define_binary_op);
 
 impl BinaryOp {
-    /// The op's MLX name.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Subtract => "subtract",
-            BinaryOp::Multiply => "multiply",
-            BinaryOp::Divide => "divide",
-            BinaryOp::Power => "power",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Equal => "equal",
-            BinaryOp::NotEqual => "not_equal",
-            BinaryOp::Less => "less",
-            BinaryOp::LessEqual => "less_equal",
-            BinaryOp::Greater => "greater",
-            BinaryOp::GreaterEqual => "greater_equal",
-        }
-    }
-
     /// Whether the result is bool regardless of the input dtype.
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Equal
-                | BinaryOp::NotEqual
-                | BinaryOp::Less
-                | BinaryOp::LessEqual
-                | BinaryOp::Greater
-                | BinaryOp::GreaterEqual
-        )
+        self.kind() == BinaryKind::Compare
     }
 }
 

@@ -4,6 +4,8 @@
 //! overflow (e^x for x near f32's range) from turning finite results into
 //! infinities or NaNs.
 
+use super::{Element, FloatElement, Scalar};
+use crate::dtype::Dtype;
 use num_complex::Complex32;
 
 /// Product with C99 Annex G's recovery of infinities (what `std::complex`
@@ -215,4 +217,212 @@ pub fn tanh(z: Complex32) -> Complex32 {
     }
     let d = (2.0 * x).cosh() + (2.0 * y).cos();
     cx((2.0 * x).sinh() / d, (2.0 * y).sin() / d)
+}
+
+/// A complex64 function computed through num_complex's complex128 formula
+/// and rounded once (for the functions without Annex G special cases here).
+fn via_c128(z: Complex32, f: impl Fn(num_complex::Complex64) -> num_complex::Complex64) -> Complex32 {
+    let w = f(num_complex::Complex64::new(z.re as f64, z.im as f64));
+    cx(w.re, w.im)
+}
+
+impl Element for Complex32 {
+    const DTYPE: Dtype = Dtype::C64;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Complex(self.re, self.im)
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        match s {
+            Scalar::Complex(re, im) => Complex32::new(re, im),
+            other => Complex32::new(other.as_f64() as f32, 0.0),
+        }
+    }
+    fn zero() -> Self {
+        Complex32::new(0.0, 0.0)
+    }
+    fn one() -> Self {
+        Complex32::new(1.0, 0.0)
+    }
+    fn lowest() -> Self {
+        Complex32::new(f32::NEG_INFINITY, f32::NEG_INFINITY)
+    }
+    fn highest() -> Self {
+        Complex32::new(f32::INFINITY, f32::INFINITY)
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        mul(self, o)
+    }
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        div(self, o)
+    }
+    #[inline(always)]
+    fn pow(self, o: Self) -> Self {
+        // As std::pow (so MLX): e^(o ln self), with no special case for 0.
+        exp(mul(o, ln(self)))
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        if o.lt(self) || self.isnan() {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        if self.lt(o) || self.isnan() {
+            self
+        } else {
+            o
+        }
+    }
+    fn remainder(self, o: Self) -> Self {
+        // Not defined for complex numbers (the op builder refuses them).
+        self.sub(mul(o, self.floor_divide(o)))
+    }
+    fn floor_divide(self, o: Self) -> Self {
+        // As MLX: floor of a complex quotient leaves it unchanged.
+        div(self, o)
+    }
+    #[inline(always)]
+    fn lt(self, o: Self) -> bool {
+        self.re < o.re || (self.re == o.re && self.im < o.im)
+    }
+    #[inline(always)]
+    fn negative(self) -> Self {
+        -self
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        Complex32::new((self.re as f64).hypot(self.im as f64) as f32, 0.0)
+    }
+    fn sign(self) -> Self {
+        let r = (self.re as f64).hypot(self.im as f64);
+        if r == 0.0 {
+            Complex32::new(0.0, 0.0)
+        } else {
+            cx(self.re as f64 / r, self.im as f64 / r)
+        }
+    }
+    fn square(self) -> Self {
+        mul(self, self)
+    }
+    fn floor(self) -> Self {
+        Complex32::new(self.re.floor(), self.im.floor())
+    }
+    fn ceil(self) -> Self {
+        Complex32::new(self.re.ceil(), self.im.ceil())
+    }
+    fn trunc(self) -> Self {
+        Complex32::new(self.re.trunc(), self.im.trunc())
+    }
+    fn round(self) -> Self {
+        Complex32::new(self.re.round_ties_even(), self.im.round_ties_even())
+    }
+    fn conj(self) -> Self {
+        Complex32::new(self.re, -self.im)
+    }
+    fn imag(self) -> Self {
+        Complex32::new(self.im, 0.0)
+    }
+    fn isnan(self) -> bool {
+        self.re.is_nan() || self.im.is_nan()
+    }
+    fn isinf(self) -> bool {
+        self.re.is_infinite() || self.im.is_infinite()
+    }
+    fn isfinite(self) -> bool {
+        self.re.is_finite() && self.im.is_finite()
+    }
+    // As MLX: equality with ±inf + 0j.
+    fn isposinf(self) -> bool {
+        self.re == f32::INFINITY && self.im == 0.0
+    }
+    fn isneginf(self) -> bool {
+        self.re == f32::NEG_INFINITY && self.im == 0.0
+    }
+}
+
+impl FloatElement for Complex32 {
+    fn exp(self) -> Self {
+        exp(self)
+    }
+    fn log(self) -> Self {
+        ln(self)
+    }
+    fn log1p(self) -> Self {
+        via_c128(self, |z| (z + 1.0).ln())
+    }
+    fn log2(self) -> Self {
+        let l = ln(self);
+        cx(l.re as f64 / std::f64::consts::LN_2, l.im as f64 / std::f64::consts::LN_2)
+    }
+    fn log10(self) -> Self {
+        let l = ln(self);
+        cx(l.re as f64 / std::f64::consts::LN_10, l.im as f64 / std::f64::consts::LN_10)
+    }
+    fn sqrt(self) -> Self {
+        sqrt(self)
+    }
+    fn rsqrt(self) -> Self {
+        div(Complex32::new(1.0, 0.0), sqrt(self))
+    }
+    fn sin(self) -> Self {
+        sin(self)
+    }
+    fn cos(self) -> Self {
+        cos(self)
+    }
+    fn tan(self) -> Self {
+        // tan z = -i tanh(iz).
+        let t = tanh(Complex32::new(-self.im, self.re));
+        Complex32::new(t.im, -t.re)
+    }
+    fn arcsin(self) -> Self {
+        via_c128(self, |z| z.asin())
+    }
+    fn arccos(self) -> Self {
+        via_c128(self, |z| z.acos())
+    }
+    fn arctan(self) -> Self {
+        via_c128(self, |z| z.atan())
+    }
+    fn sinh(self) -> Self {
+        sinh(self)
+    }
+    fn cosh(self) -> Self {
+        cosh(self)
+    }
+    fn tanh(self) -> Self {
+        tanh(self)
+    }
+    fn arcsinh(self) -> Self {
+        via_c128(self, |z| z.asinh())
+    }
+    fn arccosh(self) -> Self {
+        via_c128(self, |z| z.acosh())
+    }
+    fn arctanh(self) -> Self {
+        via_c128(self, |z| z.atanh())
+    }
+    fn logaddexp(self, o: Self) -> Self {
+        // MLX's formula, with its (lexicographic) maximum and minimum.
+        let (hi, lo) = (self.max(o), self.min(o));
+        if lo == Complex32::new(f32::NEG_INFINITY, 0.0) || hi.re == f32::INFINITY {
+            return hi;
+        }
+        hi + FloatElement::log1p(exp(lo - hi))
+    }
 }

@@ -2,7 +2,7 @@
 //! with broadcasting and MLX's type promotion, and `where`.
 
 use crate::array::Array;
-use crate::backend::{BinaryOp, UnaryOp};
+use crate::backend::{BinaryOp, UnaryKind, UnaryOp};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
@@ -53,24 +53,17 @@ pub fn weak_scalar(value: Scalar, like: Dtype) -> Result<Array> {
     Ok(Array::scalar_of(value, dtype))
 }
 
-fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
-    let dtype = if op.is_transcendental() { a.dtype().at_least_float() } else { a.dtype() };
-    if op == UnaryOp::Negative && dtype == Dtype::Bool {
-        return Err(Error::UnsupportedDtype { op: "negative", dtype, detail: "The argument must not be boolean" });
-    }
+/// The unary op `op` with its dtype rules (what every generated builder calls).
+pub(crate) fn unary_op(op: UnaryOp, a: &Array) -> Result<Array> {
+    let kind = op.kind();
+    let dtype = kind.compute_dtype(a.dtype()).ok_or(Error::UnsupportedDtype {
+        op: op.name(),
+        dtype: a.dtype(),
+        detail: kind.refusal(),
+    })?;
     let x = astype(a, dtype)?;
-    Array::from_primitive(a.shape().to_vec(), dtype, Unary(op), vec![x])
-}
-
-/// Elementwise negation (not defined for bool).
-pub fn negative(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Negative, a)
-}
-
-/// Elementwise absolute value; for complex64 the magnitude, as float32.
-pub fn abs(a: &Array) -> Result<Array> {
-    let out = unary(UnaryOp::Abs, a)?;
-    if a.dtype().is_complex() {
+    let out = Array::from_primitive(a.shape().to_vec(), kind.kernel_output(dtype), Unary(op), vec![x])?;
+    if kind == UnaryKind::Magnitude && dtype.is_complex() {
         // The complex kernel leaves |z| in the real part.
         astype(&out, Dtype::F32)
     } else {
@@ -78,103 +71,47 @@ pub fn abs(a: &Array) -> Result<Array> {
     }
 }
 
-/// Elementwise e^x (integers compute in float32).
-pub fn exp(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Exp, a)
+macro_rules! unary_builders {
+    ($($name:ident: $Var:ident, $kind:ident, $py:ident, $doc:literal, |$x:ident, $y:ident| $d:expr;)*) => {$(
+        #[doc = $doc]
+        pub fn $name(a: &Array) -> Result<Array> {
+            unary_op(UnaryOp::$Var, a)
+        }
+    )*};
 }
 
-/// Elementwise natural logarithm.
-pub fn log(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Log, a)
-}
-
-/// Elementwise square root.
-pub fn sqrt(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Sqrt, a)
-}
-
-/// Elementwise sine.
-pub fn sin(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Sin, a)
-}
-
-/// Elementwise cosine.
-pub fn cos(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Cos, a)
-}
-
-/// Elementwise hyperbolic tangent.
-pub fn tanh(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Tanh, a)
-}
-
-/// Elementwise logistic sigmoid.
-pub fn sigmoid(a: &Array) -> Result<Array> {
-    unary(UnaryOp::Sigmoid, a)
-}
+crate::unary_ops!(unary_builders);
 
 /// The broadcast shape of two operands, or an error naming `op`.
 pub(crate) fn broadcast_pair(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     broadcast_shapes(a, b).ok_or_else(|| Error::Broadcast { op, lhs: a.to_vec(), rhs: b.to_vec() })
 }
 
-/// The binary op `op` with broadcasting and promotion (what each named op calls).
+/// The binary op `op` with broadcasting, promotion and its dtype rules
+/// (what every generated builder calls).
 pub(crate) fn binary_op(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     let shape = broadcast_pair(op.name(), a.shape(), b.shape())?;
-    let mut dtype = Dtype::promote(a.dtype(), b.dtype());
-    if op == BinaryOp::Divide {
-        dtype = dtype.at_least_float();
-    }
-    let out_dtype = if op.is_comparison() { Dtype::Bool } else { dtype };
+    let kind = op.kind();
+    let promoted = Dtype::promote(a.dtype(), b.dtype());
+    let dtype = kind.compute_dtype(promoted).ok_or(Error::UnsupportedDtype {
+        op: op.name(),
+        dtype: promoted,
+        detail: kind.refusal(),
+    })?;
     let (x, y) = (astype(a, dtype)?, astype(b, dtype)?);
-    Array::from_primitive(shape, out_dtype, Binary(op), vec![x, y])
+    Array::from_primitive(shape, kind.kernel_output(dtype), Binary(op), vec![x, y])
 }
 
-macro_rules! binary_ops {
-    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {$(
-        $(#[$doc])*
+macro_rules! binary_builders {
+    ($($name:ident: $Var:ident, $kind:ident, $doc:literal, |$a:ident, $b:ident, $out:ident| $d:expr;)*) => {$(
+        #[doc = $doc]
         pub fn $name(a: &Array, b: &Array) -> Result<Array> {
-            binary_op(BinaryOp::$op, a, b)
+            binary_op(BinaryOp::$Var, a, b)
         }
     )*};
 }
 
-binary_ops! {
-    /// Elementwise sum with broadcasting.
-    ///
-    /// ```
-    /// use ferrox::{ops, Array};
-    /// let a = Array::from_slice(&[1i32, 2, 3], &[3])?;
-    /// let b = Array::from_slice(&[10i32], &[1])?;
-    /// assert_eq!(ops::add(&a, &b)?.to_vec::<i32>()?, vec![11, 12, 13]);
-    /// # Ok::<(), ferrox::Error>(())
-    /// ```
-    add => Add;
-    /// Elementwise difference with broadcasting.
-    subtract => Subtract;
-    /// Elementwise product with broadcasting.
-    multiply => Multiply;
-    /// Elementwise true division; integer inputs give float32.
-    divide => Divide;
-    /// Elementwise power.
-    power => Power;
-    /// Elementwise maximum (NaN propagates).
-    maximum => Maximum;
-    /// Elementwise minimum (NaN propagates).
-    minimum => Minimum;
-    /// Elementwise `a == b` (bool result).
-    equal => Equal;
-    /// Elementwise `a != b` (bool result).
-    not_equal => NotEqual;
-    /// Elementwise `a < b` (bool result).
-    less => Less;
-    /// Elementwise `a <= b` (bool result).
-    less_equal => LessEqual;
-    /// Elementwise `a > b` (bool result).
-    greater => Greater;
-    /// Elementwise `a >= b` (bool result).
-    greater_equal => GreaterEqual;
-}
+crate::binary_ops!(binary_builders);
 
 /// `x` where `cond` is true, else `y`, with broadcasting of all three.
 pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {

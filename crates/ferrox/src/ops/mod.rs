@@ -7,15 +7,18 @@ mod creation;
 mod elementwise;
 mod indexing;
 mod linalg;
+mod math;
 mod methods;
 mod operators;
 mod reduction;
 mod shaping;
+mod tables;
 
 pub use creation::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use linalg::*;
+pub use math::*;
 pub use reduction::*;
 pub use shaping::*;
 

@@ -1,6 +1,7 @@
 //! Reductions over any axes (sum, prod, max, min, mean) and arg-reductions.
 
-use super::elementwise::{astype, multiply};
+use super::creation::zeros_like;
+use super::elementwise::{abs, add, astype, exp, isinf, log, multiply, sqrt, square, stop_gradient, subtract, where_};
 use super::shaping::{flatten, reshape_to};
 use super::{axis, normalize_axes};
 use crate::array::Array;
@@ -81,6 +82,78 @@ pub fn max(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
 /// Smallest element over `axes` (`None` = all); NaN propagates.
 pub fn min(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     reduce(ReduceOp::Min, "min", a, axes, keepdims)
+}
+
+/// The truth value of a reduction of bool (an empty reduction gives the
+/// identity, so `all` of nothing is true and `any` false).
+fn truth(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let x = astype(a, Dtype::Bool)?;
+    let axes = reduce_axes(name, &x, axes)?;
+    let out = if axes.is_empty() {
+        x.clone()
+    } else {
+        Array::from_primitive(kept_shape(&x, &axes), Dtype::Bool, Reduce { op, axes: axes.clone() }, vec![x.clone()])?
+    };
+    if keepdims {
+        Ok(out)
+    } else {
+        reshape_to(&out, dropped_shape(&x, &axes))
+    }
+}
+
+/// Whether every element over `axes` (`None` = all) is nonzero (bool).
+pub fn all(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    truth(ReduceOp::Min, "all", a, axes, keepdims)
+}
+
+/// Whether any element over `axes` (`None` = all) is nonzero (bool).
+pub fn any(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    truth(ReduceOp::Max, "any", a, axes, keepdims)
+}
+
+/// The number of nonzero elements over `axes` (`None` = all), as int32.
+pub fn count_nonzero(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    sum(&astype(a, Dtype::Bool)?, axes, keepdims)
+}
+
+/// Variance over `axes` (`None` = all): the mean squared deviation from
+/// the mean (its magnitude, as float32, for complex64), times
+/// `n / (n - ddof)` (infinite when `ddof >= n`).
+pub fn var(a: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: i64) -> Result<Array> {
+    let resolved: Vec<isize> = reduce_axes("var", a, axes)?.iter().map(|&i| i as isize).collect();
+    let x = astype(a, a.dtype().at_least_float())?;
+    let mu = mean(&x, Some(&resolved), true)?;
+    let dev = subtract(&x, &mu)?;
+    let sq = if dev.dtype().is_complex() { square(&abs(&dev)?)? } else { square(&dev)? };
+    let v = mean(&sq, Some(&resolved), keepdims)?;
+    if ddof == 0 {
+        return Ok(v);
+    }
+    let n: usize = resolved.iter().map(|&i| a.shape()[i as usize]).product();
+    let denom = (n as f64 - ddof as f64).max(0.0);
+    multiply(&v, &Array::scalar_of(Scalar::Float(n as f64 / denom), v.dtype()))
+}
+
+/// Standard deviation over `axes` (`None` = all): `sqrt(var)`.
+pub fn std(a: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: i64) -> Result<Array> {
+    sqrt(&var(a, axes, keepdims, ddof)?)
+}
+
+/// `log(sum(exp(a)))` over `axes` (`None` = all), computed without
+/// overflow by factoring out the maximum (infinite maxima pass through).
+pub fn logsumexp(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let resolved: Vec<isize> = reduce_axes("logsumexp", a, axes)?.iter().map(|&i| i as isize).collect();
+    let x = astype(a, a.dtype().at_least_float())?;
+    let peak = stop_gradient(&max(&x, Some(&resolved), true)?)?;
+    let peak = where_(&isinf(&peak)?, &zeros_like(&peak)?, &peak)?;
+    let total = log(&sum(&exp(&subtract(&x, &peak)?)?, Some(&resolved), true)?)?;
+    let out = add(&total, &peak)?;
+    if keepdims {
+        Ok(out)
+    } else {
+        let kept: Vec<usize> = resolved.iter().map(|&i| i as usize).collect();
+        reshape_to(&out, dropped_shape(a, &kept))
+    }
 }
 
 /// Mean over `axes` (`None` = all), as MLX computes it: `sum(a)` (with

@@ -17,31 +17,28 @@ fn indicator(mask: Result<Array>, like: &Array) -> Result<Array> {
     ops::astype(&mask?, like.dtype())
 }
 
-/// A unary elementwise function; output dtype equals the input dtype.
+/// A unary elementwise function (a row of [`unary_ops!`](crate::unary_ops));
+/// the output dtype follows the op's kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unary(pub UnaryOp);
 
-impl Unary {
-    /// d out / d x, as an array shaped like `x`.
-    fn derivative(&self, x: &Array, out: &Array) -> Result<Array> {
-        let one = || constant(1.0, x);
-        match self.0 {
-            UnaryOp::Negative => ops::negative(&ops::ones_like(x)?),
-            UnaryOp::Abs => {
-                let pos = indicator(ops::greater(x, &ops::zeros_like(x)?), x)?;
-                let neg = indicator(ops::less(x, &ops::zeros_like(x)?), x)?;
-                ops::subtract(&pos, &neg)
+macro_rules! unary_derivatives {
+    ($($name:ident: $Var:ident, $kind:ident, $py:ident, $doc:literal, |$x:ident, $y:ident| $d:expr;)*) => {
+        impl Unary {
+            /// d out / d x, as an array shaped like `x` (the table's derivative column).
+            fn derivative(&self, x: &Array, out: &Array) -> Result<Array> {
+                match self.0 {
+                    $(UnaryOp::$Var => {
+                        let ($x, $y) = (x, out);
+                        $d
+                    })*
+                }
             }
-            UnaryOp::Exp => Ok(out.clone()),
-            UnaryOp::Log => ops::divide(&one(), x),
-            UnaryOp::Sqrt => ops::divide(&constant(0.5, x), out),
-            UnaryOp::Sin => ops::cos(x),
-            UnaryOp::Cos => ops::negative(&ops::sin(x)?),
-            UnaryOp::Tanh => ops::subtract(&one(), &ops::multiply(out, out)?),
-            UnaryOp::Sigmoid => ops::multiply(out, &ops::subtract(&one(), out)?),
         }
-    }
+    };
 }
+
+crate::unary_ops!(unary_derivatives);
 
 impl Primitive for Unary {
     fn name(&self) -> &'static str {
@@ -52,47 +49,50 @@ impl Primitive for Unary {
         Ok(fresh(backend.unary(self.0, &x.storage, &x.layout)?, &outputs[0].shape))
     }
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        Ok(vec![ops::multiply(&cotangents[0], &self.derivative(&inputs[0], &outputs[0])?)?])
+        let x = &inputs[0];
+        let d = self.derivative(x, &outputs[0])?;
+        Ok(vec![ops::astype(&ops::multiply(&cotangents[0], &d)?, x.dtype())?])
     }
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        // In the tangent's dtype: zeros for piecewise-constant ops (not bool).
         Ok(vec![ops::multiply(&tangents[0], &self.derivative(&inputs[0], &outputs[0])?)?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let x = super::front(inputs, axes)?;
-        super::batched(Array::from_primitive(x.shape().to_vec(), x.dtype(), self.clone(), vec![x])?)
+        let dtype = self.0.kind().kernel_output(x.dtype());
+        super::batched(Array::from_primitive(x.shape().to_vec(), dtype, self.clone(), vec![x])?)
     }
 }
 
-/// A binary elementwise function with broadcasting; inputs share a dtype.
+/// A binary elementwise function with broadcasting (a row of
+/// [`binary_ops!`](crate::binary_ops)); inputs share a dtype.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Binary(pub BinaryOp);
 
-impl Binary {
-    /// The partial derivatives (d out / d a, d out / d b), broadcast to the output.
-    fn partials(&self, a: &Array, b: &Array, out: &Array) -> Result<(Array, Array)> {
-        let ones = || ops::ones_like(out);
-        Ok(match self.0 {
-            BinaryOp::Add => (ones()?, ones()?),
-            BinaryOp::Subtract => (ones()?, ops::negative(&ones()?)?),
-            BinaryOp::Multiply => (ops::multiply(b, &ones()?)?, ops::multiply(a, &ones()?)?),
-            BinaryOp::Divide => {
-                let inv = ops::divide(&constant(1.0, b), b)?;
-                (ops::multiply(&inv, &ones()?)?, ops::negative(&ops::multiply(out, &inv)?)?)
-            }
-            BinaryOp::Power => {
-                // d/da a^b = b a^(b-1); d/db a^b = a^b ln a (0 where a == 0).
-                let da = ops::multiply(b, &ops::power(a, &ops::subtract(b, &constant(1.0, b))?)?)?;
-                let safe_log =
-                    ops::where_(&ops::greater(a, &ops::zeros_like(a)?)?, &ops::log(a)?, &ops::zeros_like(a)?)?;
-                (ops::multiply(&da, &ones()?)?, ops::multiply(out, &safe_log)?)
-            }
-            BinaryOp::Maximum => (indicator(ops::greater_equal(a, b), out)?, indicator(ops::less(a, b), out)?),
-            BinaryOp::Minimum => (indicator(ops::less_equal(a, b), out)?, indicator(ops::greater(a, b), out)?),
-            // Comparisons are piecewise constant.
-            _ => (ops::zeros_like(out)?, ops::zeros_like(out)?),
-        })
-    }
+/// Zero partial derivatives (piecewise-constant ops), in the output's
+/// shape and the inputs' dtype.
+fn zero_partials(out: &Array) -> Result<(Array, Array)> {
+    Ok((constant(0.0, out), constant(0.0, out)))
 }
+
+macro_rules! binary_partials {
+    ($($name:ident: $Var:ident, $kind:ident, $doc:literal, |$a:ident, $b:ident, $out:ident| $d:expr;)*) => {
+        impl Binary {
+            /// The partial derivatives (d out / d a, d out / d b),
+            /// broadcastable to the output (the table's derivative column).
+            fn partials(&self, a: &Array, b: &Array, out: &Array) -> Result<(Array, Array)> {
+                match self.0 {
+                    $(BinaryOp::$Var => {
+                        let ($a, $b, $out) = (a, b, out);
+                        Ok($d)
+                    })*
+                }
+            }
+        }
+    };
+}
+
+crate::binary_ops!(binary_partials);
 
 impl Primitive for Binary {
     fn name(&self) -> &'static str {
@@ -122,7 +122,8 @@ impl Primitive for Binary {
     }
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         if self.0.is_comparison() {
-            return Ok(vec![ops::zeros_like(&outputs[0])?]);
+            // Zeros of the tangents' dtype (as MLX), not of the bool output.
+            return Ok(vec![ops::zeros(outputs[0].shape(), tangents[0].dtype())?]);
         }
         let (da, db) = self.partials(&inputs[0], &inputs[1], &outputs[0])?;
         let t = ops::add(&ops::multiply(&tangents[0], &da)?, &ops::multiply(&tangents[1], &db)?)?;

@@ -5,7 +5,7 @@
 use super::storage::{output_vec, CpuBuffer, CpuElement};
 use super::strided::{fill_strided, map_contiguous, zip_contiguous};
 use crate::backend::{BinaryOp, UnaryOp};
-use crate::element::{Element, FloatElement};
+use crate::element::{BitsElement, Element, FloatElement, RealFloatElement};
 use crate::error::{Error, Result};
 use crate::shape::Layout;
 
@@ -133,76 +133,165 @@ pub fn copy_buffer(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
     Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(map_unary(v, l, |e| e)?)))
 }
 
-fn unary_float<T: CpuElement + FloatElement>(op: UnaryOp, x: &[T], l: &Layout) -> Result<Vec<T>> {
-    match op {
-        UnaryOp::Negative => map_unary(x, l, T::neg),
-        UnaryOp::Abs => map_unary(x, l, T::abs),
-        UnaryOp::Exp => map_unary(x, l, T::exp),
-        UnaryOp::Log => map_unary(x, l, T::ln),
-        UnaryOp::Sqrt => map_unary(x, l, T::sqrt),
-        UnaryOp::Sin => map_unary(x, l, T::sin),
-        UnaryOp::Cos => map_unary(x, l, T::cos),
-        UnaryOp::Tanh => map_unary(x, l, T::tanh),
-        UnaryOp::Sigmoid => map_unary(x, l, T::sigmoid),
+/// One `if` per op of the unary table: the kernel for `$op` if it is this
+/// row, over the buffer types of the row's kind.
+macro_rules! unary_arm {
+    (float, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+        if $op == UnaryOp::$Var {
+            return crate::with_float_buffer!($x, v => Ok(CpuElement::into_buffer(map_unary(v, $l, FloatElement::$name)?)),
+                _ => Err(refused($op, $x)));
+        }
+    };
+    (real_float, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+        if $op == UnaryOp::$Var {
+            return crate::with_real_float_buffer!($x, v => Ok(CpuElement::into_buffer(map_unary(v, $l, RealFloatElement::$name)?)),
+                _ => Err(refused($op, $x)));
+        }
+    };
+    (bits, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+        if $op == UnaryOp::$Var {
+            return crate::with_bits_buffer!($x, v => Ok(CpuElement::into_buffer(map_unary(v, $l, BitsElement::$name)?)),
+                _ => Err(refused($op, $x)));
+        }
+    };
+    (predicate, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+        if $op == UnaryOp::$Var {
+            return Ok(CpuBuffer::Bool(crate::with_buffer!($x, v => map_unary(v, $l, Element::$name)?)));
+        }
+    };
+    ($any:ident, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+        if $op == UnaryOp::$Var {
+            return Ok(crate::with_buffer!($x, v => CpuElement::into_buffer(map_unary(v, $l, Element::$name)?)));
+        }
+    };
+}
+
+fn refused(op: UnaryOp, x: &CpuBuffer) -> Error {
+    Error::UnsupportedDtype { op: op.name(), dtype: super::buffer_dtype(x), detail: op.kind().refusal() }
+}
+
+macro_rules! cpu_unary {
+    ($($name:ident: $Var:ident, $kind:ident, $py:ident, $doc:literal, |$x:ident, $y:ident| $d:expr;)*) => {
+        /// Applies a unary op to a buffer of its compute dtype (the op
+        /// builder promoted it): one scalar function per op, named as the
+        /// op, on [`Element`], [`FloatElement`], [`RealFloatElement`] or
+        /// [`BitsElement`] by the op's kind.
+        pub fn unary(op: UnaryOp, x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
+            $(unary_arm!($kind, $name, $Var, op, x, l);)*
+            unreachable!("every unary op has a row")
+        }
+    };
+}
+
+crate::unary_ops!(cpu_unary);
+
+/// One `if` per op of the binary table, as [`unary_arm`].
+macro_rules! binary_arm {
+    (compare, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        if $op == BinaryOp::$Var {
+            return crate::with_buffer!($a, va => {
+                let vb = same_type(va, $b, $op)?;
+                Ok(CpuBuffer::Bool(map_binary(va, $la, vb, $lb, compare::$name)?))
+            });
+        }
+    };
+    (float, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        if $op == BinaryOp::$Var {
+            return crate::with_float_buffer!($a, va => {
+                let vb = same_type(va, $b, $op)?;
+                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, float_fn!($name))?))
+            }, _ => Err(refused_binary($op, $a)));
+        }
+    };
+    (real_float, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        if $op == BinaryOp::$Var {
+            return crate::with_real_float_buffer!($a, va => {
+                let vb = same_type(va, $b, $op)?;
+                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, RealFloatElement::$name)?))
+            }, _ => Err(refused_binary($op, $a)));
+        }
+    };
+    (bits, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        if $op == BinaryOp::$Var {
+            return crate::with_bits_buffer!($a, va => {
+                let vb = same_type(va, $b, $op)?;
+                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, BitsElement::$name)?))
+            }, _ => Err(refused_binary($op, $a)));
+        }
+    };
+    (shift, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        binary_arm!(bits, $name, $Var, $op, $a, $la, $b, $lb);
+    };
+    ($any:ident, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        if $op == BinaryOp::$Var {
+            return crate::with_buffer!($a, va => {
+                let vb = same_type(va, $b, $op)?;
+                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, arith_fn!($name))?))
+            });
+        }
+    };
+}
+
+/// The element function of an arithmetic row (table names to `Element` methods).
+macro_rules! arith_fn {
+    (add) => { Element::add };
+    (subtract) => { Element::sub };
+    (multiply) => { Element::mul };
+    (power) => { Element::pow };
+    (maximum) => { Element::max };
+    (minimum) => { Element::min };
+    ($name:ident) => { Element::$name };
+}
+
+/// The element function of a `float` row.
+macro_rules! float_fn {
+    (divide) => { Element::div };
+    ($name:ident) => { FloatElement::$name };
+}
+
+/// The comparisons, by table name.
+mod compare {
+    use crate::element::Element;
+    pub fn equal<T: Element>(a: T, b: T) -> bool {
+        a == b
+    }
+    pub fn not_equal<T: Element>(a: T, b: T) -> bool {
+        a != b
+    }
+    pub fn less<T: Element>(a: T, b: T) -> bool {
+        a.lt(b)
+    }
+    pub fn less_equal<T: Element>(a: T, b: T) -> bool {
+        a.le(b)
+    }
+    pub fn greater<T: Element>(a: T, b: T) -> bool {
+        b.lt(a)
+    }
+    pub fn greater_equal<T: Element>(a: T, b: T) -> bool {
+        b.le(a)
     }
 }
 
-/// Applies a unary op; transcendental ops need an inexact dtype.
-pub fn unary(op: UnaryOp, x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
-    if op.is_transcendental() {
-        return crate::with_float_buffer!(x, v => Ok(CpuElement::into_buffer(unary_float(op, v, l)?)),
-            _ => Err(Error::invalid(op.name(), "expects a floating point input")));
-    }
-    Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(match op {
-        UnaryOp::Negative => map_unary(v, l, Element::neg),
-        _ => map_unary(v, l, Element::abs),
-    }?)))
+fn same_type<'a, T: CpuElement>(_: &[T], b: &'a CpuBuffer, op: BinaryOp) -> Result<&'a [T]> {
+    CpuElement::slice_of(b).ok_or_else(|| Error::invalid(op.name(), "operands differ in dtype"))
 }
 
-fn binary_typed<T: CpuElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
-    // Function items (not pointers) so each loop inlines its operation.
-    fn same<T: CpuElement>(
-        a: &[T],
-        la: &Layout,
-        b: &[T],
-        lb: &Layout,
-        f: impl Fn(T, T) -> T + Sync + Copy,
-    ) -> Result<CpuBuffer> {
-        Ok(T::into_buffer(map_binary(a, la, b, lb, f)?))
-    }
-    fn cmp<T: CpuElement>(
-        a: &[T],
-        la: &Layout,
-        b: &[T],
-        lb: &Layout,
-        f: impl Fn(T, T) -> bool + Sync + Copy,
-    ) -> Result<CpuBuffer> {
-        Ok(CpuBuffer::Bool(map_binary(a, la, b, lb, f)?))
-    }
-    match op {
-        BinaryOp::Add => same(a, la, b, lb, T::add),
-        BinaryOp::Subtract => same(a, la, b, lb, T::sub),
-        BinaryOp::Multiply => same(a, la, b, lb, T::mul),
-        BinaryOp::Divide => same(a, la, b, lb, T::div),
-        BinaryOp::Power => same(a, la, b, lb, T::pow),
-        BinaryOp::Maximum => same(a, la, b, lb, T::max),
-        BinaryOp::Minimum => same(a, la, b, lb, T::min),
-        BinaryOp::Equal => cmp(a, la, b, lb, |x: T, y: T| x == y),
-        BinaryOp::NotEqual => cmp(a, la, b, lb, |x: T, y: T| x != y),
-        BinaryOp::Less => cmp(a, la, b, lb, |x: T, y: T| x.lt(y)),
-        BinaryOp::LessEqual => cmp(a, la, b, lb, |x: T, y: T| x.le(y)),
-        BinaryOp::Greater => cmp(a, la, b, lb, |x: T, y: T| y.lt(x)),
-        BinaryOp::GreaterEqual => cmp(a, la, b, lb, |x: T, y: T| y.le(x)),
-    }
+fn refused_binary(op: BinaryOp, a: &CpuBuffer) -> Error {
+    Error::UnsupportedDtype { op: op.name(), dtype: super::buffer_dtype(a), detail: op.kind().refusal() }
 }
 
-/// Applies a binary op to two buffers of one dtype.
-pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
-    crate::with_buffer!(a, va => {
-        let vb = CpuElement::slice_of(b).ok_or_else(|| Error::invalid(op.name(), "operands differ in dtype"))?;
-        binary_typed(op, va, la, vb, lb)
-    })
+macro_rules! cpu_binary {
+    ($($name:ident: $Var:ident, $kind:ident, $doc:literal, |$a:ident, $b:ident, $out:ident| $d:expr;)*) => {
+        /// Applies a binary op to two buffers of its compute dtype (the op
+        /// builder promoted them); one scalar function per op, as [`unary`].
+        pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
+            $(binary_arm!($kind, $name, $Var, op, a, la, b, lb);)*
+            unreachable!("every binary op has a row")
+        }
+    };
 }
+
+crate::binary_ops!(cpu_binary);
 
 /// `cond ? x : y` with all layouts sharing the output shape.
 pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuffer, ly: &Layout) -> Result<CpuBuffer> {

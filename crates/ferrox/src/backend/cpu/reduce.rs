@@ -165,8 +165,8 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Re
         rest.shape[axis] = 1;
         let mut out = output_vec::<u32>(rest.size())?;
         let better = move |v: T, best: T| match op {
-            ArgReduceOp::ArgMax => best.lt(v) || (v.is_nan() && !best.is_nan()),
-            ArgReduceOp::ArgMin => v.lt(best) || (v.is_nan() && !best.is_nan()),
+            ArgReduceOp::ArgMax => best.lt(v) || (v.isnan() && !best.isnan()),
+            ArgReduceOp::ArgMin => v.lt(best) || (v.isnan() && !best.isnan()),
         };
         fill_strided(&rest.shape, [&rest.strides], [rest.offset], &mut out, |o, [b], [s]| {
             for (j, dst) in o.iter_mut().enumerate() {

@@ -83,6 +83,43 @@ macro_rules! with_float_buffer {
     }};
 }
 
+/// Like [`with_buffer!`] for the real floats; `$other` is evaluated for the rest.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_real_float_buffer {
+    ($buf:expr, $v:ident => $body:expr, _ => $other:expr) => {{
+        use $crate::backend::cpu::CpuBuffer as B;
+        match $buf {
+            B::F16($v) => $body,
+            B::BF16($v) => $body,
+            B::F32($v) => $body,
+            B::F64($v) => $body,
+            _ => $other,
+        }
+    }};
+}
+
+/// Like [`with_buffer!`] for bool and the integers; `$other` is evaluated for the rest.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_bits_buffer {
+    ($buf:expr, $v:ident => $body:expr, _ => $other:expr) => {{
+        use $crate::backend::cpu::CpuBuffer as B;
+        match $buf {
+            B::Bool($v) => $body,
+            B::U8($v) => $body,
+            B::U16($v) => $body,
+            B::U32($v) => $body,
+            B::U64($v) => $body,
+            B::I8($v) => $body,
+            B::I16($v) => $body,
+            B::I32($v) => $body,
+            B::I64($v) => $body,
+            _ => $other,
+        }
+    }};
+}
+
 /// Element types that live in a [`CpuBuffer`].
 pub trait CpuElement: Element + bytemuck::Zeroable {
     /// Wraps a vector in the matching buffer variant.

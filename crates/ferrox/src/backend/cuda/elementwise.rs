@@ -7,7 +7,7 @@ use super::kernels::{dtype_tag, Family};
 use super::launch::{grid_for, grid_full, launch, Args, Strided, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
-use crate::backend::{BinaryOp, UnaryOp};
+use crate::backend::{BinaryOp, UnaryKind, UnaryOp};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::shape::{collapse_dims, Layout};
@@ -58,7 +58,8 @@ pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout
         // enough that fewer, looping blocks win (measured on an H200); f32
         // math and the fast half-precision exp are light.
         let fast_exp = op == UnaryOp::Exp && matches!(dt, Dtype::F16 | Dtype::BF16);
-        let heavy = op.is_transcendental() && dt != Dtype::F32 && !fast_exp;
+        let math = matches!(op.kind(), UnaryKind::Float | UnaryKind::RealFloat);
+        let heavy = math && dt != Dtype::F32 && !fast_exp;
         let grid = if heavy { grid1(n, per_thread(dt))? } else { grid_dense(n, per_thread(dt))? };
         launch(Family::Unary, dt, &format!("{}_contig", op.name()), grid, (BLOCK, 1, 1), s, args)?;
     } else {
