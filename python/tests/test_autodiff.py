@@ -1293,7 +1293,6 @@ HOLOMORPHIC = {
     "log": (fx.log, lambda z: 1 / z),
     "sqrt": (fx.sqrt, lambda z: 0.5 / np.sqrt(z)),
     "tanh": (fx.tanh, lambda z: 1 / np.cosh(z) ** 2),
-    "sigmoid": (fx.sigmoid, lambda z: np.exp(-z) / (1 + np.exp(-z)) ** 2),
     "square": (lambda x: x * x, lambda z: 2 * z),
     "reciprocal": (lambda x: 1.0 / x, lambda z: -1 / z**2),
     "cube": (lambda x: fx.power(x, fx.array(3 + 0j, dtype=fx.complex64)), lambda z: 3 * z**2),

@@ -29,6 +29,15 @@ impl PyArray {
     pub fn wrap(inner: Array) -> PyArray {
         PyArray { inner }
     }
+
+    /// `f(self)` on `stream` (a method's `stream=` argument), wrapped for Python.
+    pub fn op(
+        &self,
+        stream: Option<&Bound<'_, PyAny>>,
+        f: impl FnOnce(&Array) -> ferrox::Result<Array>,
+    ) -> PyResult<PyArray> {
+        Ok(PyArray::wrap(crate::device::on_stream(stream, || f(&self.inner))?.py()?))
+    }
 }
 
 /// Converts a scalar to the Python object of its kind.
@@ -187,99 +196,6 @@ fn buffer_format(d: Dtype) -> Option<&'static str> {
     })
 }
 
-macro_rules! binary_dunders {
-    ($($name:ident, $rname:ident, $iname:ident => $op:path;)*) => {
-        #[guarded]
-        #[pymethods]
-        impl PyArray {
-            $(
-                fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-                    let (a, b) = operands(slf.as_any(), other)?;
-                    Ok(PyArray::wrap($op(&a, &b).py()?))
-                }
-                fn $rname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-                    let (a, b) = operands(other, slf.as_any())?;
-                    Ok(PyArray::wrap($op(&a, &b).py()?))
-                }
-                fn $iname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-                    let (a, b) = operands(slf.as_any(), other)?;
-                    let out = $op(&a, &b).py()?;
-                    slf.borrow_mut().inner = out;
-                    Ok(())
-                }
-            )*
-        }
-    };
-}
-
-binary_dunders! {
-    __add__, __radd__, __iadd__ => ops::add;
-    __sub__, __rsub__, __isub__ => ops::subtract;
-    __mul__, __rmul__, __imul__ => ops::multiply;
-    __truediv__, __rtruediv__, __itruediv__ => ops::divide;
-    __matmul__, __rmatmul__, __imatmul__ => ops::matmul;
-}
-
-macro_rules! compare_dunders {
-    ($($name:ident => $op:path;)*) => {
-        #[guarded]
-        #[pymethods]
-        impl PyArray {
-            $(
-                fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-                    let (a, b) = operands(slf.as_any(), other)?;
-                    Ok(PyArray::wrap($op(&a, &b).py()?))
-                }
-            )*
-        }
-    };
-}
-
-compare_dunders! {
-    __lt__ => ops::less;
-    __le__ => ops::less_equal;
-    __gt__ => ops::greater;
-    __ge__ => ops::greater_equal;
-    __eq__ => ops::equal;
-    __ne__ => ops::not_equal;
-}
-
-macro_rules! unary_methods {
-    ($($name:ident),*) => {
-        #[guarded]
-        #[pymethods]
-        impl PyArray {
-            $(
-                #[doc = concat!("Elementwise ", stringify!($name), " (see `ferrox.", stringify!($name), "`).")]
-                fn $name(&self) -> PyResult<PyArray> {
-                    Ok(PyArray::wrap(ops::$name(&self.inner).py()?))
-                }
-            )*
-        }
-    };
-}
-
-unary_methods!(abs, exp, log, sqrt, sin, cos, tanh, sigmoid, negative);
-
-macro_rules! reduce_methods {
-    ($($name:ident),*) => {
-        #[guarded]
-        #[pymethods]
-        impl PyArray {
-            $(
-                #[doc = concat!("Reduction ", stringify!($name), " over `axis` (see `ferrox.", stringify!($name), "`).")]
-                #[pyo3(signature = (axis = None, keepdims = false))]
-                fn $name(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyArray> {
-                    let axes = args::axes(stringify!($name), axis)?;
-                    Ok(PyArray::wrap(ops::$name(&self.inner, axes.as_deref(), keepdims).py()?))
-                }
-            )*
-        }
-    };
-}
-
-reduce_methods!(sum, mean, max, min, prod);
-
 #[guarded]
 #[pymethods]
 impl PyArray {
@@ -352,46 +268,48 @@ impl PyArray {
     }
 
     /// The array with a new shape: `a.reshape(2, 3)` or `a.reshape((2, 3))`.
-    #[pyo3(signature = (*shape))]
-    fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(ops::reshape(&self.inner, &args::signed_shape_varargs("reshape", shape)?).py()?))
+    #[pyo3(signature = (*shape, stream = None))]
+    fn reshape(&self, shape: &Bound<'_, PyTuple>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        let shape = args::signed_shape_varargs("reshape", shape)?;
+        self.op(stream, |a| ops::reshape(a, &shape))
     }
 
     /// The array with permuted axes: `a.transpose(1, 0)` or `a.transpose((1, 0))`.
-    #[pyo3(signature = (*axes))]
-    fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
+    #[pyo3(signature = (*axes, stream = None))]
+    fn transpose(&self, axes: &Bound<'_, PyTuple>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         let axes = if axes.is_empty() { None } else { Some(args::signed_shape_varargs("transpose", axes)?) };
-        Ok(PyArray::wrap(ops::transpose(&self.inner, axes.as_deref()).py()?))
+        self.op(stream, |a| ops::transpose(a, axes.as_deref()))
     }
 
     /// Swaps two axes.
-    fn swapaxes(&self, axis1: isize, axis2: isize) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(ops::swapaxes(&self.inner, axis1, axis2).py()?))
+    #[pyo3(signature = (axis1, axis2, *, stream = None))]
+    fn swapaxes(&self, axis1: isize, axis2: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::swapaxes(a, axis1, axis2))
     }
 
     /// Merges axes `start_axis..=end_axis`.
-    #[pyo3(signature = (start_axis = 0, end_axis = -1))]
-    fn flatten(&self, start_axis: isize, end_axis: isize) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(ops::flatten(&self.inner, start_axis, end_axis).py()?))
+    #[pyo3(signature = (start_axis = 0, end_axis = -1, *, stream = None))]
+    fn flatten(&self, start_axis: isize, end_axis: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::flatten(a, start_axis, end_axis))
     }
 
     /// Removes extent-1 axes.
-    #[pyo3(signature = (axis = None))]
-    fn squeeze(&self, axis: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    #[pyo3(signature = (axis = None, *, stream = None))]
+    fn squeeze(&self, axis: Option<&Bound<'_, PyAny>>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         let axes = args::axes("squeeze", axis)?;
-        Ok(PyArray::wrap(ops::squeeze(&self.inner, axes.as_deref()).py()?))
+        self.op(stream, |a| ops::squeeze(a, axes.as_deref()))
     }
 
     /// Index of the largest element along `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn argmax(&self, axis: Option<isize>, keepdims: bool) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(ops::argmax(&self.inner, axis, keepdims).py()?))
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn argmax(&self, axis: Option<isize>, keepdims: bool, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::argmax(a, axis, keepdims))
     }
 
     /// Index of the smallest element along `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn argmin(&self, axis: Option<isize>, keepdims: bool) -> PyResult<PyArray> {
-        Ok(PyArray::wrap(ops::argmin(&self.inner, axis, keepdims).py()?))
+    #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
+    fn argmin(&self, axis: Option<isize>, keepdims: bool, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::argmin(a, axis, keepdims))
     }
 
     fn __pow__(

@@ -53,10 +53,113 @@ pub fn issubdtype(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> 
     Ok(false)
 }
 
+/// C++'s default formatting of a double (printf's `%g`: 6 significant
+/// digits, trailing zeros dropped), as MLX prints finfo limits.
+fn format_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let exp = v.abs().log10().floor() as i32;
+    let sci = format!("{:.5e}", v);
+    let (mantissa, e) = sci.split_once('e').expect("{:e} has an exponent");
+    let e: i32 = e.parse().expect("an integer exponent");
+    if (-4..6).contains(&exp) && (-4..6).contains(&e) {
+        let decimals = (5 - e).max(0) as usize;
+        let fixed = format!("{:.*}", decimals, v);
+        let fixed =
+            if fixed.contains('.') { fixed.trim_end_matches('0').trim_end_matches('.').to_string() } else { fixed };
+        return fixed;
+    }
+    let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+    format!("{mantissa}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+}
+
+/// Machine limits of a floating dtype (`ferrox.finfo(ferrox.float16)`);
+/// complex64 is described by its float32 parts.
+#[pyclass(name = "finfo", module = "ferrox", frozen)]
+pub struct PyFinfo {
+    /// The lowest finite value.
+    #[pyo3(get)]
+    min: f64,
+    /// The largest finite value.
+    #[pyo3(get)]
+    max: f64,
+    /// The difference between 1 and the next larger value.
+    #[pyo3(get)]
+    eps: f64,
+    /// The smallest positive normal value.
+    #[pyo3(get)]
+    smallest_normal: f64,
+    /// Bits of one (real) value.
+    #[pyo3(get)]
+    bits: usize,
+    /// The (real) dtype described.
+    #[pyo3(get)]
+    dtype: PyDtype,
+}
+
+#[guarded]
+#[pymethods]
+impl PyFinfo {
+    #[new]
+    fn new(dtype: PyDtype) -> PyResult<PyFinfo> {
+        let f = dtype.0.finfo().ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("[finfo] dtype {} is not inexact.", dtype.0.name()))
+        })?;
+        Ok(PyFinfo {
+            min: f.min,
+            max: f.max,
+            eps: f.eps,
+            smallest_normal: f.smallest_normal,
+            bits: f.bits,
+            dtype: PyDtype(f.dtype),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("finfo(min={}, max={}, dtype={})", format_g(self.min), format_g(self.max), self.dtype.0.name())
+    }
+}
+
+/// The limits of an integer dtype (`ferrox.iinfo(ferrox.int8)`).
+#[pyclass(name = "iinfo", module = "ferrox", frozen)]
+pub struct PyIinfo {
+    /// The lowest value.
+    #[pyo3(get)]
+    min: i128,
+    /// The largest value.
+    #[pyo3(get)]
+    max: i128,
+    /// The dtype described.
+    #[pyo3(get)]
+    dtype: PyDtype,
+}
+
+#[guarded]
+#[pymethods]
+impl PyIinfo {
+    #[new]
+    fn new(dtype: PyDtype) -> PyResult<PyIinfo> {
+        let i = dtype.0.iinfo().ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "[iinfo] Only integer types supported but {} was provided",
+                dtype.0.name()
+            ))
+        })?;
+        Ok(PyIinfo { min: i.min, max: i.max, dtype: PyDtype(i.dtype) })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("iinfo(min={}, max={}, dtype={})", self.min, self.max, self.dtype.0.name())
+    }
+}
+
 /// Adds the dtype objects and categories to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDtype>()?;
     m.add_class::<PyDtypeCategory>()?;
+    m.add_class::<PyFinfo>()?;
+    m.add_class::<PyIinfo>()?;
     for d in Dtype::ALL {
         let name = if d == Dtype::Bool { "bool_" } else { d.name() };
         m.add(name, PyDtype(d))?;

@@ -1,15 +1,22 @@
 //! `ferrox._core`: the Python extension module behind `import ferrox`.
 
+use pyo3::prelude::*;
+
+/// Adds `#[pyfunction]`s to a module: `add_functions!(m, f, g, ...)`.
+#[macro_export]
+macro_rules! add_functions {
+    ($m:expr, $($f:ident),* $(,)?) => {$( $m.add_function(pyo3::wrap_pyfunction!($f, $m)?)?; )*};
+}
+
 mod args;
 mod array;
 mod convert;
 mod device;
 mod dtype;
 mod errors;
+mod methods;
 mod ops;
 mod transforms;
-
-use pyo3::prelude::*;
 
 /// The compiled core of the `ferrox` Python package.
 #[pymodule]

@@ -1,37 +1,113 @@
-//! Every CUDA kernel module must compile with NVRTC. This needs NVRTC but no
-//! GPU: CI installs the `nvidia-cuda-nvrtc` wheel and sets
-//! `FERROX_REQUIRE_NVRTC=1`, so that a broken kernel fails the build there.
+//! Every CUDA kernel must compile with NVRTC, and every (op, dtype) pair of
+//! the op tables must have its kernels. This needs NVRTC but no GPU: CI
+//! installs the `nvidia-cuda-nvrtc` wheel and sets `FERROX_REQUIRE_NVRTC=1`,
+//! so that a broken or missing kernel fails the build there.
 #![cfg(feature = "cuda")]
 
-use ferrox::backend::cuda::{compiler, kernels};
+use ferrox::backend::cuda::compiler;
+use ferrox::backend::cuda::kernels::{self, Family, Module};
+use ferrox::backend::{BinaryOp, UnaryOp};
+use ferrox::Dtype;
 
-#[test]
-fn every_kernel_module_compiles_with_nvrtc() {
-    if let Err(why) = compiler::nvrtc_version() {
-        assert!(std::env::var_os("FERROX_REQUIRE_NVRTC").is_none(), "NVRTC is required here: {why}");
-        eprintln!("NVRTC not found, kernel compile check not run: {why}");
-        return;
+/// Whether NVRTC can run here (a failure where CI requires it).
+fn nvrtc_present() -> bool {
+    match compiler::nvrtc_version() {
+        Ok(_) => true,
+        Err(why) => {
+            assert!(std::env::var_os("FERROX_REQUIRE_NVRTC").is_none(), "NVRTC is required here: {why}");
+            eprintln!("NVRTC not found, kernel compile check not run: {why}");
+            false
+        }
     }
-    let modules = kernels::all_modules();
-    assert_eq!(modules.len(), kernels::Family::ALL.len() * ferrox::Dtype::ALL.len());
-    // Two threads: NVRTC is thread-safe and CI machines have two cores.
-    let (left, right) = modules.split_at(modules.len() / 2);
-    let failures = |part: &[(String, String)]| -> Vec<String> {
-        part.iter().filter_map(|(name, src)| compiler::compile(name, src, "sm_90").err()).collect()
+}
+
+/// Compiles (name, source, expected kernel names) units on two threads
+/// (NVRTC is thread-safe and CI machines have two cores); returns the
+/// failures, including kernels missing from a cubin.
+fn compile_units(units: &[(String, String, Vec<String>)]) -> Vec<String> {
+    let check = |part: &[(String, String, Vec<String>)]| -> Vec<String> {
+        part.iter()
+            .flat_map(|(name, src, kernels)| match compiler::compile(name, src, "sm_90") {
+                Err(e) => vec![e],
+                Ok(cubin) => kernels
+                    .iter()
+                    .filter(|k| !contains_symbol(&cubin, k))
+                    .map(|k| format!("module {name} has no kernel {k}"))
+                    .collect(),
+            })
+            .collect()
     };
-    let errors: Vec<String> = std::thread::scope(|s| {
-        let a = s.spawn(|| failures(left));
-        let b = s.spawn(|| failures(right));
+    let (left, right) = units.split_at(units.len() / 2);
+    std::thread::scope(|s| {
+        let a = s.spawn(|| check(left));
+        let b = s.spawn(|| check(right));
         let mut e = a.join().expect("compile thread");
         e.extend(b.join().expect("compile thread"));
         e
-    });
-    assert!(errors.is_empty(), "{} kernel modules failed to compile:\n{}", errors.len(), errors.join("\n\n"));
+    })
+}
+
+/// Whether the cubin's string table holds `name` as a whole symbol name.
+fn contains_symbol(cubin: &[u8], name: &str) -> bool {
+    let needle: Vec<u8> = [&[0u8][..], name.as_bytes(), &[0u8][..]].concat();
+    cubin.windows(needle.len()).any(|w| w == needle.as_slice())
 }
 
 #[test]
-fn kernel_sources_name_their_dtype() {
-    let (name, source) = kernels::module_source(kernels::Family::Unary, ferrox::Dtype::BF16);
-    assert_eq!(name, "unary_bf16");
-    assert!(source.starts_with("#define FX_DTYPE_BF16 1\n"));
+fn every_family_module_compiles_with_nvrtc() {
+    if !nvrtc_present() {
+        return;
+    }
+    let units: Vec<_> = Family::ALL
+        .iter()
+        .flat_map(|&f| Dtype::ALL.iter().map(move |&d| Module::Family(f, d)))
+        .map(|m| (m.name(), m.source(), m.kernel_names()))
+        .collect();
+    let errors = compile_units(&units);
+    assert!(errors.is_empty(), "{} kernel modules failed:\n{}", errors.len(), errors.join("\n\n"));
+}
+
+#[test]
+fn every_op_table_kernel_exists_for_every_dtype_it_computes_in() {
+    if !nvrtc_present() {
+        return;
+    }
+    let errors = compile_units(&kernels::op_table_check_modules());
+    assert!(errors.is_empty(), "{} op-table kernels failed:\n{}", errors.len(), errors.join("\n\n"));
+}
+
+#[test]
+fn one_op_modules_compile_alone() {
+    if !nvrtc_present() {
+        return;
+    }
+    let units: Vec<_> = [
+        Module::Unary(UnaryOp::Exp, Dtype::BF16),
+        Module::Unary(UnaryOp::Isnan, Dtype::C64),
+        Module::Binary(BinaryOp::Less, Dtype::U8),
+        Module::Binary(BinaryOp::Add, Dtype::F32),
+    ]
+    .into_iter()
+    .map(|m| (m.name(), m.source(), m.kernel_names()))
+    .collect();
+    let errors = compile_units(&units);
+    assert!(errors.is_empty(), "{}", errors.join("\n\n"));
+}
+
+#[test]
+fn module_names_and_sources_follow_the_tables() {
+    let m = Module::Unary(UnaryOp::Exp, Dtype::BF16);
+    assert_eq!(m.name(), "unary_exp_bf16");
+    assert!(m.source().starts_with("#define FX_DTYPE_BF16 1\n"));
+    assert!(m.source().ends_with("FX_UNARY(exp, OpExp, FxLift1, T)\n\n"));
+    assert_eq!(m.kernel_names(), ["exp_contig", "exp_strided"]);
+    let b = Module::Binary(BinaryOp::Equal, Dtype::I32);
+    assert!(b.source().contains("FX_BINARY(equal, FxCmp, OpEqual, fx_bool)"));
+    // Every op of the tables has kernels for at least one dtype, and
+    // exactly for the dtypes it computes in.
+    for &op in UnaryOp::ALL {
+        assert!(kernels::unary_kernel_dtypes(op).count() > 0, "{}", op.name());
+    }
+    assert!(kernels::unary_kernel_dtypes(UnaryOp::Exp).all(|d| d.is_inexact()));
+    assert!(!kernels::binary_kernel_dtypes(BinaryOp::LeftShift).any(|d| d == Dtype::Bool));
 }

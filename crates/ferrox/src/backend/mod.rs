@@ -107,14 +107,30 @@ impl UnaryKind {
 }
 
 macro_rules! unary_kind {
-    (magnitude) => { UnaryKind::Magnitude };
-    (signed) => { UnaryKind::Signed };
-    (same) => { UnaryKind::Same };
-    (real) => { UnaryKind::Real };
-    (float) => { UnaryKind::Float };
-    (real_float) => { UnaryKind::RealFloat };
-    (predicate) => { UnaryKind::Predicate };
-    (bits) => { UnaryKind::Bits };
+    (magnitude) => {
+        UnaryKind::Magnitude
+    };
+    (signed) => {
+        UnaryKind::Signed
+    };
+    (same) => {
+        UnaryKind::Same
+    };
+    (real) => {
+        UnaryKind::Real
+    };
+    (float) => {
+        UnaryKind::Float
+    };
+    (real_float) => {
+        UnaryKind::RealFloat
+    };
+    (predicate) => {
+        UnaryKind::Predicate
+    };
+    (bits) => {
+        UnaryKind::Bits
+    };
 }
 
 macro_rules! define_unary_op {
@@ -213,13 +229,27 @@ impl BinaryKind {
 }
 
 macro_rules! binary_kind {
-    (arith) => { BinaryKind::Arith };
-    (no_complex) => { BinaryKind::NoComplex };
-    (float) => { BinaryKind::Float };
-    (real_float) => { BinaryKind::RealFloat };
-    (compare) => { BinaryKind::Compare };
-    (bits) => { BinaryKind::Bits };
-    (shift) => { BinaryKind::Shift };
+    (arith) => {
+        BinaryKind::Arith
+    };
+    (no_complex) => {
+        BinaryKind::NoComplex
+    };
+    (float) => {
+        BinaryKind::Float
+    };
+    (real_float) => {
+        BinaryKind::RealFloat
+    };
+    (compare) => {
+        BinaryKind::Compare
+    };
+    (bits) => {
+        BinaryKind::Bits
+    };
+    (shift) => {
+        BinaryKind::Shift
+    };
 }
 
 macro_rules! define_binary_op {

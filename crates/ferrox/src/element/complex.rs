@@ -76,24 +76,50 @@ fn parts(z: Complex32) -> (f64, f64) {
 
 /// e^z.
 pub fn exp(z: Complex32) -> Complex32 {
-    let (x, y) = parts(z);
+    let (re, im) = exp_parts(z.re as f64, z.im as f64);
+    cx(re, im)
+}
+
+/// e^(x + iy) in f64, with C99 Annex G's special values.
+fn exp_parts(x: f64, y: f64) -> (f64, f64) {
     if y == 0.0 {
-        return cx(x.exp(), y);
+        return (x.exp(), y);
     }
     if x.is_infinite() {
         if !y.is_finite() {
             // e^(+inf + i inf) = ±inf + i NaN; e^(-inf + i inf) = ±0 ± i0.
-            return if x > 0.0 { cx(x, f64::NAN) } else { cx(0.0, 0.0) };
+            return if x > 0.0 { (x, f64::NAN) } else { (0.0, 0.0) };
         }
         // +inf·cis(y), or signed zeros for -inf.
         let r = x.exp();
-        return cx(r * y.cos(), r * y.sin());
+        return (r * y.cos(), r * y.sin());
     }
     if x.is_nan() || !y.is_finite() {
-        return cx(f64::NAN, f64::NAN);
+        return (f64::NAN, f64::NAN);
     }
     let r = x.exp();
-    cx(r * y.cos(), r * y.sin())
+    (r * y.cos(), r * y.sin())
+}
+
+/// a^b = e^(b ln a) (std::pow's formula, so MLX's), in f64 and rounded
+/// once so that a large exponent does not magnify the rounding of ln a.
+pub fn pow(a: Complex32, b: Complex32) -> Complex32 {
+    let (lr, li) = ln_parts(a.re as f64, a.im as f64);
+    let (br, bi) = (b.re as f64, b.im as f64);
+    let (re, im) = exp_parts(br * lr - bi * li, br * li + bi * lr);
+    cx(re, im)
+}
+
+/// log(e^a + e^b) by MLX's formula hi + log1p(e^(lo - hi)) with its
+/// lexicographic maximum and minimum, in f64 and rounded once.
+pub fn logaddexp(a: Complex32, b: Complex32) -> Complex32 {
+    let (hi, lo) = (a.max(b), a.min(b));
+    if lo == Complex32::new(f32::NEG_INFINITY, 0.0) || hi.re == f32::INFINITY {
+        return hi;
+    }
+    let (er, ei) = exp_parts(lo.re as f64 - hi.re as f64, lo.im as f64 - hi.im as f64);
+    let (lr, li) = log1p_parts(er, ei);
+    cx(hi.re as f64 + lr, hi.im as f64 + li)
 }
 
 /// Natural logarithm, with the branch cut along the negative real axis.
@@ -105,31 +131,166 @@ pub fn ln(z: Complex32) -> Complex32 {
 /// Principal square root.
 pub fn sqrt(z: Complex32) -> Complex32 {
     let (x, y) = parts(z);
+    let (re, im) = sqrt_parts(x, y);
+    cx(re, im)
+}
+
+/// The principal square root of x + iy in f64, with C99 Annex G's special
+/// values (the sign of a zero imaginary part picks the side of the cut).
+fn sqrt_parts(x: f64, y: f64) -> (f64, f64) {
     if y.is_infinite() {
-        return cx(f64::INFINITY, y);
+        return (f64::INFINITY, y);
     }
     if x.is_nan() {
-        return cx(f64::NAN, f64::NAN);
+        return (f64::NAN, f64::NAN);
     }
     if x.is_infinite() {
         return if x > 0.0 {
-            cx(x, if y.is_nan() { y } else { 0.0f64.copysign(y) })
+            (x, if y.is_nan() { y } else { 0.0f64.copysign(y) })
         } else {
-            cx(if y.is_nan() { f64::NAN } else { 0.0 }, f64::INFINITY.copysign(y))
+            (if y.is_nan() { f64::NAN } else { 0.0 }, f64::INFINITY.copysign(y))
         };
     }
     if y.is_nan() {
-        return cx(f64::NAN, f64::NAN);
+        return (f64::NAN, f64::NAN);
     }
     if x == 0.0 && y == 0.0 {
-        return cx(0.0, y);
+        return (0.0, y);
     }
     let t = ((x.abs() + x.hypot(y)) / 2.0).sqrt();
     if x >= 0.0 {
-        cx(t, y / (2.0 * t))
+        (t, y / (2.0 * t))
     } else {
-        cx(y.abs() / (2.0 * t), t.copysign(y))
+        (y.abs() / (2.0 * t), t.copysign(y))
     }
+}
+
+/// ln(x + iy) in f64, the cut along the negative real axis.
+fn ln_parts(x: f64, y: f64) -> (f64, f64) {
+    (x.hypot(y).ln(), y.atan2(x))
+}
+
+/// asin(x + iy), Kahan's formula ("Branch Cuts for Complex Elementary
+/// Functions"): accurate near ±1 and on the cuts, whose side the sign of
+/// a zero imaginary part picks. Infinite and NaN parts give C99 Annex G's
+/// values here and in the other inverse functions.
+fn asin_parts(x: f64, y: f64) -> (f64, f64) {
+    if x.is_infinite() || y.is_infinite() {
+        // asin z = -i asinh(iz), and asinh of an infinite z is ±inf at z's angle.
+        return (x.atan2(y.abs()), f64::INFINITY.copysign(y));
+    }
+    if x == 0.0 && y.is_nan() {
+        return (x, y);
+    }
+    let (pr, pi) = sqrt_parts(1.0 + x, y);
+    let (mr, mi) = sqrt_parts(1.0 - x, -y);
+    // Re(sqrt(1-z) sqrt(1+z)) and Im(conj(sqrt(1-z)) sqrt(1+z)).
+    (x.atan2(mr * pr - mi * pi), libm::asinh(mr * pi - mi * pr))
+}
+
+/// acos(x + iy), Kahan's formula.
+fn acos_parts(x: f64, y: f64) -> (f64, f64) {
+    if x.is_infinite() || y.is_infinite() {
+        return (y.abs().atan2(x), -f64::INFINITY.copysign(y));
+    }
+    if x == 0.0 && y.is_nan() {
+        return (std::f64::consts::FRAC_PI_2, y);
+    }
+    let (pr, pi) = sqrt_parts(1.0 + x, y);
+    let (mr, mi) = sqrt_parts(1.0 - x, -y);
+    // 2 atan2(Re sqrt(1-z), Re sqrt(1+z)), asinh(Im(conj(sqrt(1+z)) sqrt(1-z))).
+    (2.0 * mr.atan2(pr), libm::asinh(pr * mi - pi * mr))
+}
+
+/// acosh(x + iy), Kahan's formula.
+fn acosh_parts(x: f64, y: f64) -> (f64, f64) {
+    if x.is_infinite() || y.is_infinite() {
+        return (f64::INFINITY, y.atan2(x));
+    }
+    let (pr, pi) = sqrt_parts(x + 1.0, y);
+    let (mr, mi) = sqrt_parts(x - 1.0, y);
+    // asinh(Re(conj(sqrt(z-1)) sqrt(z+1))), 2 atan2(Im sqrt(z-1), Re sqrt(z+1)).
+    (libm::asinh(mr * pr + mi * pi), 2.0 * mi.atan2(pr))
+}
+
+/// Below this magnitude atanh uses its Taylor series z + z³/3 (exact to
+/// f64 rounding there), keeping tiny arguments exact.
+const SERIES_BELOW: f64 = 1e-5;
+
+/// atanh(x + iy) = (ln(1 + z) - ln(1 - z)) / 2; branch cuts on the real
+/// axis beyond ±1.
+fn atanh_parts(x: f64, y: f64) -> (f64, f64) {
+    if x.is_infinite() || y.is_infinite() {
+        let im = if y.is_nan() { y } else { std::f64::consts::FRAC_PI_2.copysign(y) };
+        return (0.0f64.copysign(x), im);
+    }
+    if x == 0.0 && y.is_nan() {
+        return (x, y);
+    }
+    if x.hypot(y) < SERIES_BELOW {
+        let (r2, i2) = (x * x - y * y, 2.0 * x * y);
+        let (r3, i3) = (r2 * x - i2 * y, r2 * y + i2 * x);
+        return (x + r3 / 3.0, y + i3 / 3.0);
+    }
+    let (pr, pi) = log1p_parts(x, y);
+    let (mr, mi) = log1p_parts(-x, -y);
+    ((pr - mr) / 2.0, (pi - mi) / 2.0)
+}
+
+/// ln(1 + x + iy) (MLX's formula: log1p of |1+z|² - 1 for small z).
+fn log1p_parts(x: f64, y: f64) -> (f64, f64) {
+    let theta = y.atan2(x + 1.0);
+    if x.hypot(y) < 0.5 {
+        let r = x * (2.0 + x) + y * y;
+        if r == 0.0 {
+            return (x, theta);
+        }
+        (0.5 * r.ln_1p(), theta)
+    } else {
+        ((x + 1.0).hypot(y).ln(), theta)
+    }
+}
+
+/// Inverse sine (branch cuts on the real axis beyond ±1, as C99 casin).
+pub fn asin(z: Complex32) -> Complex32 {
+    let (re, im) = asin_parts(z.re as f64, z.im as f64);
+    cx(re, im)
+}
+
+/// Inverse cosine.
+pub fn acos(z: Complex32) -> Complex32 {
+    let (re, im) = acos_parts(z.re as f64, z.im as f64);
+    cx(re, im)
+}
+
+/// Inverse tangent: atan z = -i atanh(iz).
+pub fn atan(z: Complex32) -> Complex32 {
+    let (a, b) = atanh_parts(-(z.im as f64), z.re as f64);
+    cx(b, -a)
+}
+
+/// Inverse hyperbolic sine: asinh z = -i asin(iz).
+pub fn asinh(z: Complex32) -> Complex32 {
+    let (a, b) = asin_parts(-(z.im as f64), z.re as f64);
+    cx(b, -a)
+}
+
+/// Inverse hyperbolic cosine.
+pub fn acosh(z: Complex32) -> Complex32 {
+    let (re, im) = acosh_parts(z.re as f64, z.im as f64);
+    cx(re, im)
+}
+
+/// Inverse hyperbolic tangent.
+pub fn atanh(z: Complex32) -> Complex32 {
+    let (re, im) = atanh_parts(z.re as f64, z.im as f64);
+    cx(re, im)
+}
+
+/// ln(1 + z), accurate for small z.
+pub fn log1p(z: Complex32) -> Complex32 {
+    let (re, im) = log1p_parts(z.re as f64, z.im as f64);
+    cx(re, im)
 }
 
 /// Hyperbolic sine, as f64 parts.
@@ -219,13 +380,6 @@ pub fn tanh(z: Complex32) -> Complex32 {
     cx((2.0 * x).sinh() / d, (2.0 * y).sin() / d)
 }
 
-/// A complex64 function computed through num_complex's complex128 formula
-/// and rounded once (for the functions without Annex G special cases here).
-fn via_c128(z: Complex32, f: impl Fn(num_complex::Complex64) -> num_complex::Complex64) -> Complex32 {
-    let w = f(num_complex::Complex64::new(z.re as f64, z.im as f64));
-    cx(w.re, w.im)
-}
-
 impl Element for Complex32 {
     const DTYPE: Dtype = Dtype::C64;
     #[inline(always)]
@@ -269,8 +423,7 @@ impl Element for Complex32 {
     }
     #[inline(always)]
     fn pow(self, o: Self) -> Self {
-        // As std::pow (so MLX): e^(o ln self), with no special case for 0.
-        exp(mul(o, ln(self)))
+        pow(self, o)
     }
     #[inline(always)]
     fn max(self, o: Self) -> Self {
@@ -363,7 +516,7 @@ impl FloatElement for Complex32 {
         ln(self)
     }
     fn log1p(self) -> Self {
-        via_c128(self, |z| (z + 1.0).ln())
+        log1p(self)
     }
     fn log2(self) -> Self {
         let l = ln(self);
@@ -391,13 +544,13 @@ impl FloatElement for Complex32 {
         Complex32::new(t.im, -t.re)
     }
     fn arcsin(self) -> Self {
-        via_c128(self, |z| z.asin())
+        asin(self)
     }
     fn arccos(self) -> Self {
-        via_c128(self, |z| z.acos())
+        acos(self)
     }
     fn arctan(self) -> Self {
-        via_c128(self, |z| z.atan())
+        atan(self)
     }
     fn sinh(self) -> Self {
         sinh(self)
@@ -409,20 +562,15 @@ impl FloatElement for Complex32 {
         tanh(self)
     }
     fn arcsinh(self) -> Self {
-        via_c128(self, |z| z.asinh())
+        asinh(self)
     }
     fn arccosh(self) -> Self {
-        via_c128(self, |z| z.acosh())
+        acosh(self)
     }
     fn arctanh(self) -> Self {
-        via_c128(self, |z| z.atanh())
+        atanh(self)
     }
     fn logaddexp(self, o: Self) -> Self {
-        // MLX's formula, with its (lexicographic) maximum and minimum.
-        let (hi, lo) = (self.max(o), self.min(o));
-        if lo == Complex32::new(f32::NEG_INFINITY, 0.0) || hi.re == f32::INFINITY {
-            return hi;
-        }
-        hi + FloatElement::log1p(exp(lo - hi))
+        logaddexp(self, o)
     }
 }

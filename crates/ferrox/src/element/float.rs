@@ -84,16 +84,32 @@ pub fn erfinv_f64(y: f64) -> f64 {
     let mut x = if w < 5.0 {
         let w = w - 2.5;
         let mut p = 2.810_226_36e-08;
-        for c in [3.432_739_39e-07, -3.523_387_7e-06, -4.391_506_54e-06, 0.000_218_580_87, -0.001_253_725_03,
-            -0.004_177_681_64, 0.246_640_727, 1.501_409_41] {
+        for c in [
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ] {
             p = c + p * w;
         }
         p * y
     } else {
         let w = w.sqrt() - 3.0;
         let mut p = -0.000_200_214_257;
-        for c in [0.000_100_950_558, 0.001_349_343_22, -0.003_673_428_44, 0.005_739_507_73, -0.007_622_461_3,
-            0.009_438_870_47, 1.001_674_06, 2.832_976_82] {
+        for c in [
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ] {
             p = c + p * w;
         }
         p * y
@@ -113,11 +129,6 @@ fn logaddexp_f64(a: f64, b: f64) -> f64 {
         return hi;
     }
     hi + (lo - hi).exp().ln_1p()
-}
-
-/// Round half to even.
-fn round_half_even(v: f64) -> f64 {
-    v.round_ties_even()
 }
 
 macro_rules! real_float {
@@ -318,7 +329,9 @@ macro_rules! real_float {
                 ($from64)(libm::asinh(($to)(self) as f64))
             }
             fn arccosh(self) -> Self {
-                ($from64)(libm::acosh(($to)(self) as f64))
+                // libm's acosh does not check the domain (x < 1 is NaN).
+                let v = ($to)(self) as f64;
+                ($from64)(if v < 1.0 { f64::NAN } else { libm::acosh(v) })
             }
             fn arctanh(self) -> Self {
                 ($from64)(libm::atanh(($to)(self) as f64))
@@ -350,12 +363,30 @@ macro_rules! real_float {
     };
 }
 
-real_float!(f16, F16, to = f16::to_f32, from = f16::from_f32, from_f64 = f16::from_f64,
-    exp = crate::backend::cpu::math::exp_f32);
-real_float!(bf16, BF16, to = bf16::to_f32, from = bf16::from_f32, from_f64 = bf16::from_f64,
-    exp = crate::backend::cpu::math::exp_f32);
-real_float!(f32, F32, to = (|x: f32| x), from = (|x: f32| x), from_f64 = (|x: f64| x as f32),
-    exp = crate::backend::cpu::math::exp_f32);
+real_float!(
+    f16,
+    F16,
+    to = f16::to_f32,
+    from = f16::from_f32,
+    from_f64 = f16::from_f64,
+    exp = crate::backend::cpu::math::exp_f32
+);
+real_float!(
+    bf16,
+    BF16,
+    to = bf16::to_f32,
+    from = bf16::from_f32,
+    from_f64 = bf16::from_f64,
+    exp = crate::backend::cpu::math::exp_f32
+);
+real_float!(
+    f32,
+    F32,
+    to = (|x: f32| x),
+    from = (|x: f32| x),
+    from_f64 = (|x: f64| x as f32),
+    exp = crate::backend::cpu::math::exp_f32
+);
 real_float!(f64, F64, to = (|x: f64| x), from = (|x: f64| x), from_f64 = (|x: f64| x), exp = f64::exp);
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ pub mod complex;
 mod float;
 mod int;
 
-pub use float::{RealFloatElement, FloatElement};
+pub use float::{FloatElement, RealFloatElement};
 pub use int::BitsElement;
 
 /// A Rust scalar of any dtype: fill values, `item()`, and the bridge of casts.
@@ -171,4 +171,3 @@ pub fn cvt_u64(v: f64) -> u64 {
         cvt64(v) as u64
     }
 }
-

@@ -116,10 +116,8 @@ pub fn isclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> R
     let rhs = add(&scalar(atol, tol_dtype), &multiply(&scalar(rtol, tol_dtype), &abs(&y)?)?)?;
     let close = less_equal(&abs(&subtract(&x, &y)?)?, &rhs)?;
     let any_inf = logical_or(&isinf(&x)?, &isinf(&y)?)?;
-    let both_inf = logical_or(
-        &logical_and(&isposinf(&x)?, &isposinf(&y)?)?,
-        &logical_and(&isneginf(&x)?, &isneginf(&y)?)?,
-    )?;
+    let both_inf =
+        logical_or(&logical_and(&isposinf(&x)?, &isposinf(&y)?)?, &logical_and(&isneginf(&x)?, &isneginf(&y)?)?)?;
     let out = logical_or(&logical_and(&close, &logical_not(&any_inf)?)?, &both_inf)?;
     if equal_nan {
         logical_or(&out, &logical_and(&isnan(&x)?, &isnan(&y)?)?)

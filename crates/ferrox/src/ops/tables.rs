@@ -136,10 +136,11 @@ macro_rules! binary_ops {
                 };
             power: Power, arith, "Elementwise power (a negative integer exponent gives 0, as MLX).",
                 |a, b, out| {
-                    // d/da a^b = b a^(b-1); d/db a^b = a^b ln a (0 where a == 0).
+                    // d/da a^b = b a^(b-1); d/db a^b = a^b ln a (0 where a <= 0, so a
+                    // constant exponent's zero tangent never meets a NaN).
                     let da = ops::multiply(b, &ops::power(a, &ops::subtract(b, &constant(1.0, b))?)?)?;
                     let zero = ops::zeros_like(a)?;
-                    let safe_log = ops::where_(&ops::not_equal(a, &zero)?, &ops::log(a)?, &zero)?;
+                    let safe_log = ops::where_(&ops::greater(a, &zero)?, &ops::log(a)?, &zero)?;
                     (da, ops::multiply(out, &safe_log)?)
                 };
             maximum: Maximum, arith, "Elementwise maximum (NaN propagates).",

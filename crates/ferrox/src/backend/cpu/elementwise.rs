@@ -234,19 +234,37 @@ macro_rules! binary_arm {
 
 /// The element function of an arithmetic row (table names to `Element` methods).
 macro_rules! arith_fn {
-    (add) => { Element::add };
-    (subtract) => { Element::sub };
-    (multiply) => { Element::mul };
-    (power) => { Element::pow };
-    (maximum) => { Element::max };
-    (minimum) => { Element::min };
-    ($name:ident) => { Element::$name };
+    (add) => {
+        Element::add
+    };
+    (subtract) => {
+        Element::sub
+    };
+    (multiply) => {
+        Element::mul
+    };
+    (power) => {
+        Element::pow
+    };
+    (maximum) => {
+        Element::max
+    };
+    (minimum) => {
+        Element::min
+    };
+    ($name:ident) => {
+        Element::$name
+    };
 }
 
 /// The element function of a `float` row.
 macro_rules! float_fn {
-    (divide) => { Element::div };
-    ($name:ident) => { FloatElement::$name };
+    (divide) => {
+        Element::div
+    };
+    ($name:ident) => {
+        FloatElement::$name
+    };
 }
 
 /// The comparisons, by table name.

@@ -3,8 +3,8 @@
 //! when every operand is dense, a kernel taking a scalar operand when one is
 //! a broadcast single element, and the strided kernel otherwise.
 
-use super::kernels::{dtype_tag, Family};
-use super::launch::{grid_for, grid_full, launch, Args, Strided, BLOCK};
+use super::kernels::{dtype_tag, Family, Module};
+use super::launch::{grid_for, grid_full, launch, launch_in, Args, Strided, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::{BinaryOp, UnaryKind, UnaryOp};
@@ -48,10 +48,11 @@ fn grid_dense(n: usize, per: usize) -> Result<(u32, u32, u32)> {
 pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout) -> Result<CudaStorage> {
     let dt = x.dtype();
     let n = l.size();
-    let out = CudaStorage::alloc(dt, n, s)?;
+    let out = CudaStorage::alloc(op.kind().kernel_output(dt), n, s)?;
     if n == 0 {
         return Ok(out);
     }
+    let module = Module::Unary(op, dt);
     let args = Args::new().arg(x.ptr_at(l.offset)).arg(out.ptr_at(0)).arg(n as i64);
     if l.is_row_contiguous() {
         // Heavy math in half or double precision keeps threads busy long
@@ -61,10 +62,10 @@ pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout
         let math = matches!(op.kind(), UnaryKind::Float | UnaryKind::RealFloat);
         let heavy = math && dt != Dtype::F32 && !fast_exp;
         let grid = if heavy { grid1(n, per_thread(dt))? } else { grid_dense(n, per_thread(dt))? };
-        launch(Family::Unary, dt, &format!("{}_contig", op.name()), grid, (BLOCK, 1, 1), s, args)?;
+        launch_in(module, &format!("{}_contig", op.name()), grid, (BLOCK, 1, 1), s, args)?;
     } else {
         let st = Strided::new(op.name(), &l.shape, [&l.strides])?;
-        launch(Family::Unary, dt, &format!("{}_strided", op.name()), grid1(n, 1)?, (BLOCK, 1, 1), s, args.arg(st))?;
+        launch_in(module, &format!("{}_strided", op.name()), grid1(n, 1)?, (BLOCK, 1, 1), s, args.arg(st))?;
     }
     Ok(out)
 }
@@ -130,7 +131,7 @@ pub(crate) fn binary(
         return binary(s, op, dt, Operand::Device(xa), &la, Operand::Device(xb), &lb);
     }
     let n = la.size();
-    let out_dt = if op.is_comparison() { Dtype::Bool } else { dt };
+    let out_dt = op.kind().kernel_output(dt);
     let out = CudaStorage::alloc(out_dt, n, s)?;
     if n == 0 {
         return Ok(out);
@@ -161,7 +162,7 @@ pub(crate) fn binary(
         }
         (Operand::Host(_), Operand::Host(_)) => unreachable!("uploaded above"),
     };
-    launch(Family::Binary, dt, &format!("{name}_{variant}"), grid, (BLOCK, 1, 1), s, args)?;
+    launch_in(Module::Binary(op, dt), &format!("{name}_{variant}"), grid, (BLOCK, 1, 1), s, args)?;
     Ok(out)
 }
 

@@ -1,12 +1,21 @@
-//! The kernel library: CUDA C sources embedded in the crate, one module per
-//! (family, dtype), compiled on first use and loaded into the context.
+//! The kernel library: CUDA C sources embedded in the crate, compiled on
+//! first use and loaded into the context.
 //!
-//! A module's source is `#define FX_DTYPE_<DTYPE> 1`, then `common.cuh`,
-//! then the family's file; the kernels inside have plain `extern "C"` names
-//! such as `exp_contig` (each file's header comment lists them).
+//! A module is compiled from `#define FX_DTYPE_<DTYPE> 1`, the prelude (the
+//! `PRELUDE` files, in order: layouts, dtypes and casts, complex math,
+//! per-dtype arithmetic, vector I/O, block reductions), then its source.
+//! Most families build one module per dtype; the two op-table families
+//! (unary and binary maps) build one module per (op, dtype) from the op
+//! functors (`unary_ops.cuh`, `binary_ops.cuh`), the kernel templates
+//! (`unary.cu`, `binary.cu`) and one instantiation line generated from the
+//! Rust op tables, so using one op compiles only that op and the kernel
+//! names cannot drift from the tables. The kernels inside have plain
+//! `extern "C"` names such as `exp_contig` (each file's header comment lists
+//! them).
 
 use super::compiler::compile_cached;
 use super::device::{driver_error, gpu};
+use crate::backend::{BinaryKind, BinaryOp, UnaryKind, UnaryOp};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use cudarc::driver::{result, sys};
@@ -14,15 +23,19 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::Mutex;
 
-const COMMON: &str = include_str!("kernels/common.cuh");
+/// The files every module starts with, in dependency order.
+const PRELUDE: [&str; 6] = [
+    include_str!("kernels/layout.cuh"),
+    include_str!("kernels/dtype.cuh"),
+    include_str!("kernels/complex.cuh"),
+    include_str!("kernels/arith.cuh"),
+    include_str!("kernels/vector_io.cuh"),
+    include_str!("kernels/reduce.cuh"),
+];
 
-/// A family of kernels sharing one source file.
+/// A family of kernels sharing one source file, compiled per dtype.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Family {
-    /// Elementwise functions of one argument.
-    Unary,
-    /// Elementwise functions of two arguments.
-    Binary,
     /// `where`.
     Select,
     /// Casting and layout-changing copies (the dtype is the source's).
@@ -41,9 +54,7 @@ pub enum Family {
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 9] = [
-        Family::Unary,
-        Family::Binary,
+    pub const ALL: [Family; 7] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -56,8 +67,6 @@ impl Family {
     /// Module name prefix (the source file's stem).
     pub fn name(self) -> &'static str {
         match self {
-            Family::Unary => "unary",
-            Family::Binary => "binary",
             Family::Select => "select",
             Family::Copy => "copy",
             Family::Reduce => "reduce",
@@ -70,8 +79,6 @@ impl Family {
 
     fn source(self) -> &'static str {
         match self {
-            Family::Unary => include_str!("kernels/unary.cu"),
-            Family::Binary => include_str!("kernels/binary.cu"),
             Family::Select => include_str!("kernels/select.cu"),
             Family::Copy => include_str!("kernels/copy.cu"),
             Family::Reduce => include_str!("kernels/reduce.cu"),
@@ -81,6 +88,122 @@ impl Family {
             Family::Matmul => include_str!("kernels/matmul.cu"),
         }
     }
+}
+
+/// One compiled unit of kernels.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Module {
+    /// A family's kernels for one dtype.
+    Family(Family, Dtype),
+    /// One unary op's kernels for one dtype (`<op>_contig`, `<op>_strided`).
+    Unary(UnaryOp, Dtype),
+    /// One binary op's kernels for one dtype (`<op>_vv`, `<op>_sv`, ...).
+    Binary(BinaryOp, Dtype),
+}
+
+/// The dtypes a unary op has kernels for: those it computes in.
+pub fn unary_kernel_dtypes(op: UnaryOp) -> impl Iterator<Item = Dtype> {
+    Dtype::ALL.into_iter().filter(move |&d| op.kind().compute_dtype(d) == Some(d))
+}
+
+/// The dtypes a binary op has kernels for: those it computes in.
+pub fn binary_kernel_dtypes(op: BinaryOp) -> impl Iterator<Item = Dtype> {
+    Dtype::ALL.into_iter().filter(move |&d| op.kind().compute_dtype(d) == Some(d))
+}
+
+/// The line of `unary.cu`'s template instantiating `op`.
+fn unary_instantiation(op: UnaryOp) -> String {
+    let (lift, out) = if op.kind() == UnaryKind::Predicate { ("FxPred1", "fx_bool") } else { ("FxLift1", "T") };
+    format!("FX_UNARY({}, {}, {lift}, {out})\n", op.name(), op.functor())
+}
+
+/// The line of `binary.cu`'s template instantiating `op`.
+fn binary_instantiation(op: BinaryOp) -> String {
+    let (lift, out) = if op.kind() == BinaryKind::Compare { ("FxCmp", "fx_bool") } else { ("FxArith", "T") };
+    format!("FX_BINARY({}, {lift}, {}, {out})\n", op.name(), op.functor())
+}
+
+/// The kernel names `unary.cu` defines for `op`.
+pub fn unary_kernel_names(op: UnaryOp) -> Vec<String> {
+    ["contig", "strided"].iter().map(|v| format!("{}_{v}", op.name())).collect()
+}
+
+/// The kernel names `binary.cu` defines for `op`.
+pub fn binary_kernel_names(op: BinaryOp) -> Vec<String> {
+    ["vv", "sv", "vs", "strided", "kv", "vk"].iter().map(|v| format!("{}_{v}", op.name())).collect()
+}
+
+fn with_prelude(dtype: Dtype, body: &[&str]) -> String {
+    let mut source = format!("#define FX_DTYPE_{} 1\n", dtype_tag(dtype).to_ascii_uppercase());
+    for part in PRELUDE.iter().chain(body) {
+        source.push_str(part);
+        source.push('\n');
+    }
+    source
+}
+
+const UNARY_OPS: &str = include_str!("kernels/unary_ops.cuh");
+const UNARY: &str = include_str!("kernels/unary.cu");
+const BINARY_OPS: &str = include_str!("kernels/binary_ops.cuh");
+const BINARY: &str = include_str!("kernels/binary.cu");
+
+impl Module {
+    /// The module's name (`copy_f32`, `unary_exp_f32`, ...).
+    pub fn name(self) -> String {
+        match self {
+            Module::Family(f, d) => format!("{}_{}", f.name(), dtype_tag(d)),
+            Module::Unary(op, d) => format!("unary_{}_{}", op.name(), dtype_tag(d)),
+            Module::Binary(op, d) => format!("binary_{}_{}", op.name(), dtype_tag(d)),
+        }
+    }
+
+    /// The module's full source.
+    pub fn source(self) -> String {
+        match self {
+            Module::Family(f, d) => with_prelude(d, &[f.source()]),
+            Module::Unary(op, d) => with_prelude(d, &[UNARY_OPS, UNARY, &unary_instantiation(op)]),
+            Module::Binary(op, d) => with_prelude(d, &[BINARY_OPS, BINARY, &binary_instantiation(op)]),
+        }
+    }
+
+    /// The kernel names the module defines, where the op tables fix them.
+    pub fn kernel_names(self) -> Vec<String> {
+        match self {
+            Module::Family(..) => Vec::new(),
+            Module::Unary(op, _) => unary_kernel_names(op),
+            Module::Binary(op, _) => binary_kernel_names(op),
+        }
+    }
+
+    /// Every module the backend can load.
+    pub fn all() -> Vec<Module> {
+        let families = Family::ALL.iter().flat_map(|&f| Dtype::ALL.iter().map(move |&d| Module::Family(f, d)));
+        let unary = UnaryOp::ALL.iter().flat_map(|&op| unary_kernel_dtypes(op).map(move |d| Module::Unary(op, d)));
+        let binary = BinaryOp::ALL.iter().flat_map(|&op| binary_kernel_dtypes(op).map(move |d| Module::Binary(op, d)));
+        families.chain(unary).chain(binary).collect()
+    }
+}
+
+/// Sources that compile every kernel of the op tables in few NVRTC runs,
+/// for checks: per dtype, one module with every unary op and one with every
+/// binary op that has kernels for it, as (name, source, kernel names). The
+/// per-op modules the backend loads differ only in holding one of the
+/// instantiation lines.
+pub fn op_table_check_modules() -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for d in Dtype::ALL {
+        let unary: Vec<UnaryOp> =
+            UnaryOp::ALL.iter().copied().filter(|&op| unary_kernel_dtypes(op).any(|k| k == d)).collect();
+        let lines: String = unary.iter().map(|&op| unary_instantiation(op)).collect();
+        let names = unary.iter().flat_map(|&op| unary_kernel_names(op)).collect();
+        out.push((format!("unary_all_{}", dtype_tag(d)), with_prelude(d, &[UNARY_OPS, UNARY, &lines]), names));
+        let binary: Vec<BinaryOp> =
+            BinaryOp::ALL.iter().copied().filter(|&op| binary_kernel_dtypes(op).any(|k| k == d)).collect();
+        let lines: String = binary.iter().map(|&op| binary_instantiation(op)).collect();
+        let names = binary.iter().flat_map(|&op| binary_kernel_names(op)).collect();
+        out.push((format!("binary_all_{}", dtype_tag(d)), with_prelude(d, &[BINARY_OPS, BINARY, &lines]), names));
+    }
+    out
 }
 
 /// The suffix kernels and modules use for a dtype (`f32`, `bf16`, `c64`, ...).
@@ -103,56 +226,42 @@ pub fn dtype_tag(dtype: Dtype) -> &'static str {
     }
 }
 
-/// Name and full source of the module of `family` for `dtype`.
-pub fn module_source(family: Family, dtype: Dtype) -> (String, String) {
-    let name = format!("{}_{}", family.name(), dtype_tag(dtype));
-    let source =
-        format!("#define FX_DTYPE_{} 1\n{}\n{}", dtype_tag(dtype).to_ascii_uppercase(), COMMON, family.source());
-    (name, source)
-}
-
-/// Every module the backend can load, as (name, source).
-pub fn all_modules() -> Vec<(String, String)> {
-    Family::ALL.iter().flat_map(|&f| Dtype::ALL.iter().map(move |&d| module_source(f, d))).collect()
-}
-
-struct Module {
+struct Loaded {
     handle: sys::CUmodule,
     functions: HashMap<String, sys::CUfunction>,
 }
 
 // SAFETY: module and function handles are process-wide in their context.
-unsafe impl Send for Module {}
+unsafe impl Send for Loaded {}
 
-static MODULES: Mutex<Option<HashMap<(Family, Dtype), Module>>> = Mutex::new(None);
+static MODULES: Mutex<Option<HashMap<Module, Loaded>>> = Mutex::new(None);
 
-/// The kernel `name` of `family`'s module for `dtype`, compiling and loading
-/// the module on first use.
-pub(crate) fn function(family: Family, dtype: Dtype, name: &str) -> Result<sys::CUfunction> {
+/// The kernel `name` of `module`, compiling and loading the module on
+/// first use.
+pub(crate) fn function(module: Module, name: &str) -> Result<sys::CUfunction> {
     let mut modules = MODULES.lock().unwrap_or_else(|e| e.into_inner());
     let map = modules.get_or_insert_with(HashMap::new);
-    let module = match map.entry((family, dtype)) {
+    let loaded = match map.entry(module) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
             let dev = gpu()?;
-            let (module_name, source) = module_source(family, dtype);
-            let cubin = compile_cached(&module_name, &source, &dev.arch_name())
+            let cubin = compile_cached(&module.name(), &module.source(), &dev.arch_name())
                 .map_err(|msg| Error::Device { op: "compile", msg })?;
             // SAFETY: a complete cubin image for this device.
             let handle =
                 unsafe { result::module::load_data(cubin.as_ptr() as *const _) }.map_err(driver_error("compile"))?;
-            e.insert(Module { handle, functions: HashMap::new() })
+            e.insert(Loaded { handle, functions: HashMap::new() })
         }
     };
-    if let Some(&f) = module.functions.get(name) {
+    if let Some(&f) = loaded.functions.get(name) {
         return Ok(f);
     }
     let cname = CString::new(name).expect("kernel names have no NUL");
     // SAFETY: the module is loaded and stays loaded.
-    let f = unsafe { result::module::get_function(module.handle, cname) }.map_err(|e| Error::Device {
+    let f = unsafe { result::module::get_function(loaded.handle, cname) }.map_err(|e| Error::Device {
         op: "kernel",
-        msg: format!("kernel {name} is missing from module {}_{}: {e:?}", family.name(), dtype_tag(dtype)),
+        msg: format!("kernel {name} is missing from module {}: {e:?}", module.name()),
     })?;
-    module.functions.insert(name.to_string(), f);
+    loaded.functions.insert(name.to_string(), f);
     Ok(f)
 }

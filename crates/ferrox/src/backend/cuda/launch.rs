@@ -2,7 +2,7 @@
 //! the kernels take by value, and grid sizing.
 
 use super::device::{driver_error, gpu};
-use super::kernels::{function, Family};
+use super::kernels::{function, Family, Module};
 use super::stream::GpuStream;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
@@ -98,9 +98,21 @@ pub(crate) fn launch(
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
     stream: &GpuStream,
+    args: Args,
+) -> Result<()> {
+    launch_in(Module::Family(family, dtype), name, grid, block, stream, args)
+}
+
+/// Launches kernel `name` of `module` on `stream`.
+pub(crate) fn launch_in(
+    module: Module,
+    name: &str,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    stream: &GpuStream,
     mut args: Args,
 ) -> Result<()> {
-    let f = function(family, dtype, name)?;
+    let f = function(module, name)?;
     // SAFETY: the argument list matches the kernel's signature (each caller
     // mirrors the ABI documented in the kernel file) and the buffers the
     // pointers name stay alive until the stream has run the kernel (they are

@@ -1,22 +1,19 @@
-// binary.cu: elementwise binary ops out = op(a, b) on the module dtype T.
+// binary.cu: the kernels of one elementwise binary op out = op(a, b) on the
+// module dtype T. The host appends one instantiation line per op it compiles,
+//
+//     FX_BINARY(<name>, <lift>, <functor>, <out>)
+//
+// with the functor of binary_ops.cuh, lift FxArith and out T for ops whose
+// result has the operands' dtype, FxCmp and fx_bool for the comparisons.
 //
 // Kernels (blockDim 256, any gridDim.x >= 1; n may be 0; out contiguous):
-//   <op>_vv      (const T* a, const T* b, O* out, long long n)              a, b contiguous
-//   <op>_sv      (const T* a, const T* b, O* out, long long n)              a[0] broadcast, b contiguous
-//   <op>_vs      (const T* a, const T* b, O* out, long long n)              a contiguous, b[0] broadcast
-//   <op>_strided (const T* a, const T* b, O* out, long long n, Strided2 s)  a at s.s0, b at s.s1
-//   <op>_kv      (FillValue a, const T* b, O* out, long long n)             a by value, b contiguous
-//   <op>_vk      (const T* a, FillValue b, O* out, long long n)             a contiguous, b by value
-// (the _kv/_vk forms take a Python scalar without copying it to the device)
-// with O = T for
-//   add subtract multiply divide power maximum minimum
-// and O = fx_bool (unsigned char 0/1) for
-//   equal not_equal less less_equal greater greater_equal
-//
-// Semantics follow element.rs: wrapping integer arithmetic, integer x / 0 =
-// 0, integer powers with negative exponents, bool add = or, sub = xor, mul =
-// div = and, pow = a | !b; NaN-propagating float maximum/minimum; complex
-// comparisons are lexicographic; float less_equal is a <= b.
+//   <name>_vv      (const T* a, const T* b, O* out, long long n)              a, b contiguous
+//   <name>_sv      (const T* a, const T* b, O* out, long long n)              a[0] broadcast, b contiguous
+//   <name>_vs      (const T* a, const T* b, O* out, long long n)              a contiguous, b[0] broadcast
+//   <name>_strided (const T* a, const T* b, O* out, long long n, Strided2 s)  a at s.s0, b at s.s1
+//   <name>_kv      (FillValue a, const T* b, O* out, long long n)             a by value, b contiguous
+//   <name>_vk      (const T* a, FillValue b, O* out, long long n)             a contiguous, b by value
+// (the _kv/_vk forms take a Python scalar without copying it to the device).
 
 // Lifts an arithmetic op on TC to storage type T.
 template <class Op>
@@ -79,18 +76,3 @@ __device__ __forceinline__ void fx_binary_strided(const T* a, const T* b, O* out
         const T vb = fx_value_of<T>(b);                                                                    \
         fx_binary_contig<F<OP>, O>(a, &vb, out, n, false, true);                                           \
     }
-
-FX_BINARY(add, FxArith, OpAdd, T)
-FX_BINARY(subtract, FxArith, OpSub, T)
-FX_BINARY(multiply, FxArith, OpMul, T)
-FX_BINARY(divide, FxArith, OpDiv, T)
-FX_BINARY(power, FxArith, OpPow, T)
-FX_BINARY(maximum, FxArith, OpMax, T)
-FX_BINARY(minimum, FxArith, OpMin, T)
-
-FX_BINARY(equal, FxCmp, OpEq, fx_bool)
-FX_BINARY(not_equal, FxCmp, OpNe, fx_bool)
-FX_BINARY(less, FxCmp, OpLt, fx_bool)
-FX_BINARY(less_equal, FxCmp, OpLe, fx_bool)
-FX_BINARY(greater, FxCmp, OpGt, fx_bool)
-FX_BINARY(greater_equal, FxCmp, OpGe, fx_bool)

@@ -1,0 +1,34 @@
+//! Module-level ops (`ferrox.add`, `ferrox.sum`, ...), one file per family
+//! mirroring `crates/ferrox/src/ops/`. Arguments accept arrays or anything
+//! `ferrox.array` accepts; every op takes `stream=`. The elementwise
+//! functions are generated from the op tables of the Rust crate.
+
+mod creation;
+mod elementwise;
+mod linalg;
+mod math;
+mod memory;
+mod reduction;
+mod shaping;
+
+use crate::array::PyArray;
+use crate::errors::IntoPyResult;
+use ferrox::Array;
+use pyo3::prelude::*;
+
+/// The Python array for an op's result, or the exception its error maps to.
+pub(crate) fn wrap(r: PyResult<ferrox::Result<Array>>) -> PyResult<PyArray> {
+    Ok(PyArray::wrap(r?.py()?))
+}
+
+/// Adds the ops to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    elementwise::register(m)?;
+    math::register(m)?;
+    reduction::register(m)?;
+    linalg::register(m)?;
+    creation::register(m)?;
+    shaping::register(m)?;
+    memory::register(m)?;
+    Ok(())
+}
