@@ -116,6 +116,29 @@ def main():
         fx_run(lambda: fx.flatten(fx.transpose(fx_mat))),
         lambda: t_mat.t().contiguous(),
     )
+    # Issue 9: scans, arg-reductions and random numbers at sizes that fill the GPU.
+    bandwidth_case("cumsum f32 256M", 2 * N * 4, fx_run(lambda: fx.cumsum(fx_f32)), lambda: torch.cumsum(t_f32, 0))
+    bandwidth_case(
+        "cumsum axis -1 16384^2", 2 * side_bytes, fx_run(lambda: fx.cumsum(fx_mat, axis=-1)), lambda: t_mat.cumsum(1)
+    )
+    bandwidth_case(
+        "cumsum axis 0 16384^2", 2 * side_bytes, fx_run(lambda: fx.cumsum(fx_mat, axis=0)), lambda: t_mat.cumsum(0)
+    )
+    bandwidth_case(
+        "argmax axis -1 16384^2", side_bytes, fx_run(lambda: fx.argmax(fx_mat, axis=-1)), lambda: t_mat.argmax(1)
+    )
+    key = fx.random.key(0)
+    gen = torch.Generator(device=dev)
+    t_out = torch.empty(N, dtype=torch.float32, device=dev)
+    bandwidth_case(
+        "random.normal f32 256M", N * 4, fx_run(lambda: fx.random.normal((N,), key=key)),
+        lambda: t_out.normal_(generator=gen),
+    )
+    bandwidth_case(
+        "random.uniform f32 256M", N * 4, fx_run(lambda: fx.random.uniform(shape=(N,), key=key)),
+        lambda: t_out.uniform_(generator=gen),
+    )
+    del t_out
     del fx_f32, fx_g32, fx_bf16, fx_gbf16, t_f32, t_g32, t_bf16, t_gbf16, fx_mat, t_mat
     fx.clear_cache()
     torch.cuda.empty_cache()

@@ -20,7 +20,8 @@ from .values import Gen, Value
 # Public names that are not operations to call.
 SKIP = {"array", "Device", "DeviceType", "Dtype", "DtypeCategory", "Stream", "cuda"}
 # Functions that change process-wide state the worker restores after each call.
-STATEFUL = {"set_default_device", "set_memory_limit", "set_cache_limit", "clear_cache", "reset_peak_memory"}
+STATEFUL = {"set_default_device", "set_default_stream", "set_memory_limit", "set_cache_limit", "clear_cache",
+            "reset_peak_memory", "clear_streams"}
 
 BINARY_OPERATORS = ["+", "-", "*", "/", "**", "@", "<", "<=", ">", ">=", "==", "!="]
 UNARY_OPERATORS = ["-", "+", "abs"]

@@ -5,6 +5,8 @@
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, TypeAlias
 from . import cuda as cuda
+from . import metal as metal
+from . import random as random
 
 _ArrayLike: TypeAlias = array | int | float | complex | bool
 
@@ -76,10 +78,24 @@ class Stream:
     def device(self) -> Device:
         """The device the stream runs on."""
 
+class StreamContext:
+    """A context manager placing the ops built inside `with` on a stream (`with ferrox.stream(ferrox.cpu): ...`), as MLX's `StreamContext`."""
+    def __enter__(self, /) -> Any: ...
+    def __exit__(self, /, *_exc: Any) -> Any: ...
+
+class ThreadLocalStream:
+    """A stream that is a different stream in each thread that uses it (MLX's `ThreadLocalStream`): each thread gets its own on first use."""
+    def __repr__(self, /) -> str: ...
+    @property
+    def device(self) -> Device:
+        """The device the stream runs on."""
+
 def abs(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise absolute value; the magnitude (float32) for complex64."""
 def add(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise sum with broadcasting."""
+def addmm(c: Any, a: _ArrayLike, b: _ArrayLike, /, alpha: Any = ..., beta: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`beta * c + alpha * (a @ b)`."""
 def all(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Whether every element over `axis` is nonzero (bool)."""
 def allclose(a: _ArrayLike, b: _ArrayLike, /, rtol: Any = ..., atol: Any = ..., *, equal_nan: Any = ..., stream: Stream | Device | None = ...) -> Any:
@@ -189,6 +205,18 @@ class array:
         """Elementwise complex conjugate (other dtypes unchanged)."""
     def cos(self, /, *, stream: Stream | Device | None = ...) -> array:
         """Elementwise cosine."""
+    def cummax(self, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+        """Cumulative cummax along `axis` (see `ferrox.cummax`)."""
+    def cummin(self, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+        """Cumulative cummin along `axis` (see `ferrox.cummin`)."""
+    def cumprod(self, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+        """Cumulative cumprod along `axis` (see `ferrox.cumprod`)."""
+    def cumsum(self, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+        """Cumulative cumsum along `axis` (see `ferrox.cumsum`)."""
+    def diag(self, /, k: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+        """A diagonal, or a matrix with the array on a diagonal (see `ferrox.diag`)."""
+    def diagonal(self, /, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., stream: Stream | Device | None = ...) -> array:
+        """The diagonal spanned by `axis1` and `axis2` (see `ferrox.diagonal`)."""
     @property
     def dtype(self) -> Dtype:
         """The element type."""
@@ -212,6 +240,8 @@ class array:
         """Elementwise ln(1 + x), accurate near zero."""
     def log2(self, /, *, stream: Stream | Device | None = ...) -> array:
         """Elementwise base-2 logarithm."""
+    def logcumsumexp(self, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+        """Cumulative logcumsumexp along `axis` (see `ferrox.logcumsumexp`)."""
     def logsumexp(self, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
         """Reduction logsumexp over `axis` (see `ferrox.logsumexp`)."""
     def max(self, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -220,6 +250,8 @@ class array:
         """Reduction mean over `axis` (see `ferrox.mean`)."""
     def min(self, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
         """Reduction min over `axis` (see `ferrox.min`)."""
+    def moveaxis(self, /, source: Any, destination: Any, *, stream: Stream | Device | None = ...) -> array:
+        """The array with axis `source` moved to `destination` (see `ferrox.moveaxis`)."""
     @property
     def nbytes(self) -> int:
         """Bytes the elements occupy."""
@@ -247,6 +279,8 @@ class array:
     @property
     def size(self) -> int:
         """Number of elements."""
+    def split(self, /, indices_or_sections: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+        """The array cut into parts along `axis` (see `ferrox.split`)."""
     def sqrt(self, /, *, stream: Stream | Device | None = ...) -> array:
         """Elementwise square root."""
     def square(self, /, *, stream: Stream | Device | None = ...) -> array:
@@ -265,11 +299,23 @@ class array:
         """The array with permuted axes: `a.transpose(1, 0)` or `a.transpose((1, 0))`."""
     def var(self, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., ddof: Any = ..., *, stream: Stream | Device | None = ...) -> array:
         """Variance over `axis`, dividing by N - ddof (see `ferrox.var`)."""
+    def view(self, /, dtype: Dtype, *, stream: Stream | Device | None = ...) -> array:
+        """The array's bytes read as `dtype` (see `ferrox.view`)."""
 
 def array_equal(a: _ArrayLike, b: _ArrayLike, *, equal_nan: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Whether two arrays have one shape and equal elements; a 0-d bool."""
+def asarray(a: Any, dtype: Dtype | None = ..., *, copy: Any = ...) -> Any:
+    """`a` as an array (MLX's `asarray`: `array(a, dtype)`; an array of the requested dtype is returned as is)."""
 def astype(a: _ArrayLike, /, dtype: Dtype, *, stream: Stream | Device | None = ...) -> array:
     """Converts `a` to `dtype`."""
+def atleast_1d(*arys: Any, stream: Stream | Device | None = ...) -> array:
+    """Each array with at least one dimension."""
+def atleast_2d(*arys: Any, stream: Stream | Device | None = ...) -> array:
+    """Each array with at least two dimensions."""
+def atleast_3d(*arys: Any, stream: Stream | Device | None = ...) -> array:
+    """Each array with at least three dimensions."""
+def bartlett(M: Any, *, stream: Stream | Device | None = ...) -> array:
+    """The Bartlett (triangular) window of `M` points (float32)."""
 bfloat16: Dtype
 def bitwise_and(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise bitwise and of integers and bools."""
@@ -279,25 +325,39 @@ def bitwise_or(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | Non
     """Elementwise bitwise or of integers and bools."""
 def bitwise_xor(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise bitwise xor of integers and bools."""
+def blackman(M: Any, *, stream: Stream | Device | None = ...) -> array:
+    """The Blackman window of `M` points (float32)."""
 bool_: Dtype
+def broadcast_arrays(*arrays: Sequence[_ArrayLike], stream: Stream | Device | None = ...) -> Any:
+    """The arrays broadcast against each other (a list)."""
+def broadcast_shapes(*shapes: Any) -> Any:
+    """The shape the given shapes broadcast to."""
 def broadcast_to(a: _ArrayLike, /, shape: int | Sequence[int], *, stream: Stream | Device | None = ...) -> array:
     """`a` broadcast to `shape`."""
+def can_cast(from_: Any, to: Any) -> Any:
+    """Whether `from_` (an array or dtype) converts to `to` under MLX's promotion rules."""
 def ceil(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise ceiling (integers and bool unchanged)."""
 def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     """``fun`` whose intermediate results are recomputed in the backward pass instead of being kept alive until then."""
 def clear_cache() -> Any:
     """Frees every buffer kept for reuse."""
+def clear_streams() -> Any:
+    """Finishes the work of every stream and forgets this thread's thread-local streams (later uses get fresh ones)."""
 def clip(a: _ArrayLike, /, a_min: Any, a_max: Any, *, stream: Stream | Device | None = ...) -> array:
     """`a` limited to `[a_min, a_max]` (either bound may be None, not both)."""
 complex64: Dtype
 complexfloating: DtypeCategory
+def concat(arrays: Sequence[_ArrayLike], axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Joins arrays along an existing axis (the flattened arrays when `axis` is None); the array API's name for `concatenate`."""
 def concatenate(arrays: Sequence[_ArrayLike], /, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
     """Joins arrays along an existing axis."""
 def conj(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise complex conjugate (other dtypes unchanged)."""
 def conjugate(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """The complex conjugate (MLX's alias of `conj`)."""
+def contiguous(a: _ArrayLike, /, allow_col_major: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a` with a dense row-major layout (column-major too when allowed)."""
 def cos(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise cosine."""
 def cosh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -305,6 +365,14 @@ def cosh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
 def count_nonzero(a: _ArrayLike, /, *, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., stream: Stream | Device | None = ...) -> array:
     """The number of nonzero elements over `axis` (all axes when None), as int32."""
 cpu: DeviceType
+def cummax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """Cumulative maximum along `axis` (of the flattened array when None), from the end when `reverse`; `inclusive=False` excludes element i from output i (the first output is the dtype's lowest value). NaN propagates."""
+def cummin(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """Cumulative minimum along `axis` (of the flattened array when None), from the end when `reverse`; `inclusive=False` excludes element i from output i (the first output is the dtype's highest value). NaN propagates."""
+def cumprod(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., dtype: Dtype | None = ..., stream: Stream | Device | None = ...) -> array:
+    """Cumulative product along `axis` (of the flattened array when None), from the end when `reverse`; `inclusive=False` excludes element i from output i (the first output is 1). `dtype` casts the input first."""
+def cumsum(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., dtype: Dtype | None = ..., stream: Stream | Device | None = ...) -> array:
+    """Cumulative sum along `axis` (of the flattened array when None), from the end when `reverse`; `inclusive=False` excludes element i from output i (the first output is 0). Bool counts in int32; `dtype` casts the input first."""
 
 class custom_function:
     """A function with its own ``vjp``, ``jvp`` and ``vmap`` rules (MLX's ``custom_function``); rules not given are derived from the function."""
@@ -323,8 +391,16 @@ def default_stream(device: Device) -> Any:
     """The default stream of a device."""
 def degrees(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Radians to degrees."""
+def device_count(device_type: Any) -> Any:
+    """The number of devices of a type on this machine."""
 def device_info(d: Any = ...) -> Any:
     """Properties of a device (default: the default device): `device_name`, `architecture`, and `total_memory` with its alias `memory_size`, in bytes."""
+def diag(a: _ArrayLike, /, k: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """The `k`-th diagonal of a 2-D array, or a 2-D array with a 1-D one on its `k`-th diagonal."""
+def diagonal(a: _ArrayLike, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """The diagonal of the 2-D slices spanned by `axis1` and `axis2` (the last axis of the result)."""
+def diff(a: _ArrayLike, /, n: Any = ..., axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """The `n`-th forward difference along `axis`."""
 def divide(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise true division; integer inputs give float32."""
 def divmod(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> Any:
@@ -371,6 +447,8 @@ class finfo:
 
 def flatten(a: _ArrayLike, /, start_axis: Any = ..., end_axis: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """Merges axes `start_axis..=end_axis` into one."""
+def flip(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a` reversed along `axis` (every axis when None)."""
 float16: Dtype
 float32: Dtype
 float64: Dtype
@@ -381,6 +459,8 @@ def floor_divide(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | N
     """Elementwise division rounded toward negative infinity (Python's //)."""
 def full(shape: int | Sequence[int], vals: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """An array of `shape` filled with `vals` (broadcast). As in MLX, a Python scalar is weakly typed against `dtype` (an int takes it, a float only when it is a float dtype), NumPy data and lists are converted to it, and an array given as `vals` keeps its own dtype."""
+def full_like(a: _ArrayLike, vals: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """An array of `a`'s shape filled with `vals`, in `dtype` (default: `a`'s)."""
 generic: DtypeCategory
 def get_active_memory() -> Any:
     """Bytes held by live array buffers."""
@@ -395,6 +475,10 @@ def greater(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None =
     """Elementwise `a > b` (bool result)."""
 def greater_equal(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a >= b` (bool result)."""
+def hamming(M: Any, *, stream: Stream | Device | None = ...) -> array:
+    """The Hamming window of `M` points (float32)."""
+def hanning(M: Any, *, stream: Stream | Device | None = ...) -> array:
+    """The Hann window of `M` points (float32)."""
 def identity(n: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """The `n × n` identity matrix."""
 
@@ -415,13 +499,19 @@ class iinfo:
 def imag(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """The imaginary part (float32) of complex64; zeros for other dtypes."""
 inexact: DtypeCategory
+def inner(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
+    """The sum of products over the last axes of `a` and `b`."""
 int16: Dtype
 int32: Dtype
 int64: Dtype
 int8: Dtype
 integer: DtypeCategory
+def is_available(device: Device) -> Any:
+    """Whether a device (or the first device of a type) exists on this machine."""
 def isclose(a: _ArrayLike, b: _ArrayLike, /, rtol: Any = ..., atol: Any = ..., *, equal_nan: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Elementwise `|a - b| <= atol + rtol * |b|` (bool result)."""
+def isdtype(dtype: Dtype, kind: Any) -> Any:
+    """Whether `dtype` is of `kind`: a dtype (equality), a category, an array-API kind name (`"integral"`, `"real floating"`, ...) or a tuple of those (any matches)."""
 def isfinite(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise test for finite values (bool result)."""
 def isinf(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -436,6 +526,8 @@ def issubdtype(a: Any, b: Any) -> Any:
     """Whether a dtype (or category) belongs to a category (or equals a dtype)."""
 def jvp(fun: Callable[..., Any], primals: list[array], tangents: list[array]) -> tuple[list[array], list[array]]:
     """Outputs of ``fun(*primals)`` and the Jacobian-vector products of ``tangents`` (one per primal) for each output."""
+def kron(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
+    """The Kronecker product of `a` and `b`."""
 def left_shift(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a << b` (bools shift as uint8)."""
 def less(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -454,6 +546,8 @@ def log2(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise base-2 logarithm."""
 def logaddexp(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise log(e^a + e^b), computed without overflow."""
+def logcumsumexp(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, reverse: Any = ..., inclusive: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """Cumulative log(sum(exp(a))) along `axis` (of the flattened array when None), from the end when `reverse`; `inclusive=False` excludes element i from output i (the first output is -inf). Bool and integers compute in float32."""
 def logical_and(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise logical and (bool result)."""
 def logical_not(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -472,10 +566,14 @@ def maximum(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None =
     """Elementwise maximum (NaN propagates)."""
 def mean(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Mean over `axis` (all axes when None); integers average in float32."""
+def meshgrid(*arrays: Sequence[_ArrayLike], sparse: Any = ..., indexing: Any = ..., stream: Stream | Device | None = ...) -> Any:
+    """Coordinate grids from 1-D arrays (a tuple)."""
 def min(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Minimum over `axis` (all axes when None)."""
 def minimum(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise minimum (NaN propagates)."""
+def moveaxis(a: _ArrayLike, /, source: Any, destination: Any, *, stream: Stream | Device | None = ...) -> array:
+    """`a` with axis `source` moved to position `destination`."""
 def multiply(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise product with broadcasting."""
 def nan_to_num(a: _ArrayLike, nan: Any = ..., posinf: Any = ..., neginf: Any = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -484,6 +582,10 @@ def negative(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array
     """Elementwise negation (not defined for bool)."""
 def new_stream(device: Device) -> Any:
     """Creates a new stream on a device."""
+def new_thread_local_stream(device: Device) -> Any:
+    """A stream that is a distinct stream in each thread using it."""
+def new_thread_unsafe_stream(device: Device) -> Any:
+    """A new stream that any thread may use (every ferrox stream may)."""
 def not_equal(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a != b` (bool result)."""
 number: DtypeCategory
@@ -491,6 +593,12 @@ def ones(shape: int | Sequence[int], dtype: Dtype | None = ..., *, stream: Strea
     """An array of ones."""
 def ones_like(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Ones shaped and typed like `a`."""
+def outer(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
+    """The outer product of the flattened `a` and `b`."""
+def pad(a: _ArrayLike, pad_width: Any, mode: Any = ..., constant_values: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a` padded with `pad_width` elements per axis, filled as `mode` says."""
+def permute_dims(a: _ArrayLike, /, axes: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a` with its axes permuted (reversed when `axes` is None)."""
 def positive(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise +a (a copy of `a`)."""
 def power(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -505,12 +613,18 @@ def reciprocal(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> arr
     """Elementwise 1 / a."""
 def remainder(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise remainder with the sign of the divisor (Python's %)."""
+def repeat(array: Any, repeats: Any, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Each element repeated `repeats` times along `axis` (of the flattened array when None)."""
 def reset_peak_memory() -> Any:
     """Resets the peak memory to the current active memory."""
 def reshape(a: _ArrayLike, /, shape: int | Sequence[int], *, stream: Stream | Device | None = ...) -> array:
     """`a` with a new shape (an int or a sequence; one entry may be -1)."""
+def result_type(*arrays_and_dtypes: Any) -> Any:
+    """The dtype the arrays and dtypes promote to together."""
 def right_shift(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a >> b`, arithmetic for signed integers (bools shift as uint8)."""
+def roll(a: _ArrayLike, shift: Any, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Elements shifted along `axis` with wrap-around (the flattened array when `axis` is None)."""
 def round(a: _ArrayLike, /, decimals: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Rounds to `decimals` decimal places, halves to even."""
 def rsqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -519,6 +633,8 @@ def set_cache_limit(limit: Any) -> Any:
     """Limits the bytes kept for reuse; returns the previous limit."""
 def set_default_device(device: Device) -> Any:
     """Sets the default device (a Device or DeviceType)."""
+def set_default_stream(stream: Stream | Device) -> Any:
+    """Makes `stream` the default stream of its device (and its device the default device)."""
 def set_memory_limit(limit: Any) -> Any:
     """Limits the bytes of live buffers per device; an evaluation that would exceed it raises. Returns the previous limit."""
 def sigmoid(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -530,6 +646,10 @@ def sin(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise sine."""
 def sinh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise hyperbolic sine."""
+def softmax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, precise: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """`exp(a) / sum(exp(a))` over `axis` (all axes when None), computed without overflow; `precise` computes half floats in float32."""
+def split(a: _ArrayLike, /, indices_or_sections: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a` cut into equal parts (an int) or at indices (a sequence) along `axis`."""
 def sqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise square root."""
 def square(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -542,6 +662,8 @@ def std(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool
     """Standard deviation over `axis`, dividing by N - ddof."""
 def stop_gradient(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """`a` unchanged, treated as a constant by gradient transforms."""
+def stream(s: Any) -> Any:
+    """A context manager for a stream, device or device type: ops built inside its `with` block run there."""
 def subtract(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise difference with broadcasting."""
 def sum(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -554,21 +676,41 @@ def tan(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise tangent."""
 def tanh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise hyperbolic tangent."""
+def tensordot(a: _ArrayLike, b: _ArrayLike, /, axes: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """The sum of products over paired axes: `axes` is a count (the last `axes` of `a` with the first of `b`) or two sequences of axes."""
+def tile(a: _ArrayLike, reps: Any, /, *, stream: Stream | Device | None = ...) -> array:
+    """`a` repeated `reps` times along each axis."""
+def trace(a: _ArrayLike, /, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """The sum along a diagonal, in `dtype` (default: `a`'s)."""
 def transfer_count() -> Any:
     """Number of buffers moved between devices since the process started."""
 def transpose(a: _ArrayLike, /, axes: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """Permutes the axes (reverses them by default)."""
+def tri(n: Any, m: Any = ..., k: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """An `n × m` matrix of ones at and below diagonal `k`, zeros above."""
+def tril(x: _ArrayLike, k: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`x` with the elements above diagonal `k` of its last two axes zeroed."""
+def triu(x: _ArrayLike, k: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`x` with the elements below diagonal `k` of its last two axes zeroed."""
 def trunc(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise rounding toward zero (integers and bool unchanged)."""
 uint16: Dtype
 uint32: Dtype
 uint64: Dtype
 uint8: Dtype
+def unflatten(a: _ArrayLike, /, axis: int | Sequence[int], shape: int | Sequence[int], *, stream: Stream | Device | None = ...) -> array:
+    """Axis `axis` replaced by the axes `shape`."""
 unsignedinteger: DtypeCategory
+def unstack(x: _ArrayLike, /, *, axis: int | Sequence[int] = ..., stream: Stream | Device | None = ...) -> Any:
+    """The slices of `x` along `axis`, as a tuple."""
 def value_and_grad(fun: Callable[..., Any], argnums: None | int | Sequence[int] = ..., argnames: str | Sequence[str] = ...) -> Callable[..., Any]:
     """Returns a function computing ``fun``'s value and the gradient of its first output (a scalar loss; other outputs are auxiliary) with respect to the positional arguments in ``argnums`` (default 0, or none when ``argnames`` is given) and the keyword arguments named in ``argnames``. With ``argnames`` the gradient is ``(positional_grads, {name: grad})``."""
 def var(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., ddof: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """Variance over `axis`, dividing by N - ddof."""
+def vecdot(a: _ArrayLike, b: _ArrayLike, /, *, axis: int | Sequence[int] = ..., stream: Stream | Device | None = ...) -> array:
+    """`sum(conj(a) * b)` along `axis`."""
+def view(a: _ArrayLike, dtype: Dtype, stream: Stream | Device | None = ...) -> array:
+    """`a`'s bytes read as `dtype` (the last axis scales with the size ratio)."""
 def vjp(fun: Callable[..., Any], primals: list[array], cotangents: list[array]) -> tuple[list[array], list[array]]:
     """Outputs of ``fun(*primals)`` and the vector-Jacobian products of ``cotangents`` (one per output) with respect to each primal."""
 def vmap(fun: Callable[..., Any], in_axes: Any = ..., out_axes: Any = ...) -> Callable[..., Any]:

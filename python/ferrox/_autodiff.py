@@ -54,7 +54,47 @@ def _unflatten(leaves: Sequence[array], structure: Any) -> Any:
     for n, d in defs:
         items.append(_unflatten(leaves[at : at + n], d))
         at += n
+    return _rebuild(kind, items)
+
+
+def _rebuild(kind: type, items: List[Any]) -> Any:
+    """A list or tuple of `kind` (a subclass too; a NamedTuple takes its
+    fields as separate arguments) holding `items`."""
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return kind(*items)
     return kind(items)
+
+
+def _snapshot_lists(tree: Any, out: dict) -> dict:
+    """The entries of every list in a tree, by the list's id."""
+    if isinstance(tree, list):
+        out[id(tree)] = list(tree)
+    if isinstance(tree, (list, tuple)):
+        for item in tree:
+            _snapshot_lists(item, out)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            _snapshot_lists(item, out)
+    return out
+
+
+def _write_back(original: Any, passed: Any, snapshot: dict) -> None:
+    """Entries a function assigned into the lists it was given (`arrs[1] =
+    ...`) are assigned into the caller's lists too, as in MLX; entries it
+    left alone keep the caller's objects."""
+    if isinstance(original, list) and isinstance(passed, list) and id(passed) in snapshot:
+        for i, (o, p, before) in enumerate(zip(original, passed, snapshot[id(passed)])):
+            if p is not before:
+                original[i] = p
+            else:
+                _write_back(o, p, snapshot)
+    elif isinstance(original, (list, tuple)) and isinstance(passed, (list, tuple)):
+        for o, p in zip(original, passed):
+            _write_back(o, p, snapshot)
+    elif isinstance(original, dict) and isinstance(passed, dict):
+        for key, o in original.items():
+            if key in passed:
+                _write_back(o, passed[key], snapshot)
 
 
 def _argnums(argnums: Union[None, int, Sequence[int]], nargs: int, what: str) -> Tuple[List[int], bool]:
@@ -130,14 +170,19 @@ def value_and_grad(
 
         def flat_fun(leaves):
             new_args, new_kwargs, at = list(args), dict(kwargs), 0
+            passed = []
             for (kind, key, _), st, c in zip(targets, structs, counts):
                 value = _unflatten(leaves[at : at + c], st)
+                passed.append(value)
                 if kind == "pos":
                     new_args[key] = value
                 else:
                     new_kwargs[key] = value
                 at += c
+            snapshot = _snapshot_lists(passed, {})
             out = fun(*new_args, **new_kwargs)
+            for (_, _, original), value in zip(targets, passed):
+                _write_back(original, value, snapshot)
             returned.append(out)
             # The loss is the output or the first entry of a tuple/list; the
             # rest (anything) is auxiliary and returned as it is.
@@ -151,7 +196,7 @@ def value_and_grad(
 
         outs, grads = _core._value_and_grad(flat_fun, flat, list(range(len(flat))))
         out = returned[-1]
-        value = outs[0] if isinstance(out, array) else type(out)([outs[0], *out[1:]])
+        value = outs[0] if isinstance(out, array) else _rebuild(type(out), [outs[0], *out[1:]])
         per_target, at = [], 0
         for s, c in zip(structs, counts):
             per_target.append(_unflatten(grads[at : at + c], s))
@@ -217,7 +262,7 @@ def _leaf_axes(axes: Any, tree: Any, what: str) -> List[Any]:
         return [a for sub_axes, sub in zip(axes, tree) for a in _leaf_axes(sub_axes, sub, what)]
     if isinstance(tree, dict) and isinstance(axes, dict) and axes.keys() == tree.keys():
         return [a for k in tree for a in _leaf_axes(axes[k], tree[k], what)]
-    raise ValueError(f"[{what}] in_axes {axes!r} does not match the structure of the arguments.")
+    raise ValueError(f"[{what}] The axes {axes!r} do not match the structure of the arguments or outputs.")
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -243,12 +288,18 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             out_structure.append(st)
             return outs
 
-        if isinstance(out_axes, (list, tuple)):
-            oax = list(out_axes)
-        else:
-            oax = [out_axes]
-        outs = _core._vmap(flat_fun, leaves, axes, oax)
-        return _unflatten(outs, out_structure[-1])
+        if out_axes is None or isinstance(out_axes, int):
+            outs = _core._vmap(flat_fun, leaves, axes, [out_axes])
+            return _unflatten(outs, out_structure[-1])
+        # A tree of out_axes (a prefix of the output's structure): batch
+        # along axis 0, then move each output's batch axis where it belongs.
+        outs = _core._vmap(flat_fun, leaves, axes, [0])
+        tree = _unflatten(outs, out_structure[-1])
+        targets = _leaf_axes(out_axes, tree, "vmap")
+        if any(ax is None for ax in targets):
+            raise ValueError("[vmap] out_axes may be None only for the whole output.")
+        moved = [x if ax == 0 else _core.moveaxis(x, 0, ax) for x, ax in zip(outs, targets)]
+        return _unflatten(moved, out_structure[-1])
 
     return wrapper
 

@@ -16,7 +16,7 @@ const MAX_ENTRIES: usize = 1 << 16;
 
 /// The items of a list or tuple argument (`None` for anything else), with
 /// their count checked against `MAX_ENTRIES`.
-fn sequence_items<'py>(op: &str, what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
+pub fn sequence_items<'py>(op: &str, what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
     if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
         return Ok(None);
     }

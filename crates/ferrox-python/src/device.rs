@@ -79,6 +79,49 @@ impl PyStream {
     }
 }
 
+/// A stream that is a different stream in each thread that uses it (MLX's
+/// `ThreadLocalStream`): each thread gets its own on first use.
+#[pyclass(name = "ThreadLocalStream", module = "ferrox", frozen)]
+#[derive(Clone, Copy)]
+pub struct PyThreadLocalStream {
+    device: Device,
+    id: usize,
+}
+
+static NEXT_THREAD_LOCAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's stream for each thread-local stream id.
+    static THREAD_STREAMS: std::cell::RefCell<std::collections::HashMap<usize, Stream>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+impl PyThreadLocalStream {
+    /// This thread's stream.
+    fn resolve(&self) -> PyResult<Stream> {
+        if let Some(s) = THREAD_STREAMS.with(|m| m.borrow().get(&self.id).copied()) {
+            return Ok(s);
+        }
+        let s = device::new_stream(self.device).py()?;
+        THREAD_STREAMS.with(|m| m.borrow_mut().insert(self.id, s));
+        Ok(s)
+    }
+}
+
+#[guarded]
+#[pymethods]
+impl PyThreadLocalStream {
+    /// The device the stream runs on.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice(self.device)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ThreadLocalStream({}, {})", self.device, self.id)
+    }
+}
+
 /// Reads a `Device` or `DeviceType` argument.
 pub fn device_arg(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
     if let Ok(d) = obj.extract::<PyDevice>() {
@@ -94,6 +137,9 @@ pub fn device_arg(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
 pub fn stream_arg(obj: &Bound<'_, PyAny>) -> PyResult<Stream> {
     if let Ok(s) = obj.extract::<PyStream>() {
         return Ok(s.0);
+    }
+    if let Ok(t) = obj.downcast::<PyThreadLocalStream>() {
+        return t.get().resolve();
     }
     let dev = device_arg(obj)?;
     if !device::is_available(dev) {
@@ -139,6 +185,35 @@ fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
     Ok(PyStream(device::new_stream(device_arg(device)?).py()?))
 }
 
+/// A stream that is a distinct stream in each thread using it.
+#[guarded]
+#[pyfunction]
+fn new_thread_local_stream(device: &Bound<'_, PyAny>) -> PyResult<PyThreadLocalStream> {
+    let device = device_arg(device)?;
+    if !device::is_available(device) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("{device} is not available on this machine.")));
+    }
+    let id = NEXT_THREAD_LOCAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(PyThreadLocalStream { device, id })
+}
+
+/// A new stream that any thread may use (every ferrox stream may).
+#[guarded]
+#[pyfunction]
+fn new_thread_unsafe_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
+    Ok(PyStream(device::new_stream(device_arg(device)?).py()?))
+}
+
+/// Finishes the work of every stream and forgets this thread's
+/// thread-local streams (later uses get fresh ones).
+#[guarded]
+#[pyfunction]
+fn clear_streams(py: Python<'_>) -> PyResult<()> {
+    py.allow_threads(|| device::synchronize(None)).py()?;
+    THREAD_STREAMS.with(|m| m.borrow_mut().clear());
+    Ok(())
+}
+
 /// Waits for all work on `stream` (default: every stream) to finish. CPU
 /// work completes during evaluation, so this returns at once there.
 #[guarded]
@@ -150,6 +225,58 @@ fn synchronize(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()
         _ => None,
     };
     py.allow_threads(|| device::synchronize(stream)).py()
+}
+
+/// Whether a device (or the first device of a type) exists on this machine.
+#[guarded]
+#[pyfunction]
+fn is_available(device: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(device::is_available(device_arg(device)?))
+}
+
+/// The number of devices of a type on this machine.
+#[guarded]
+#[pyfunction]
+fn device_count(device_type: PyDeviceType) -> usize {
+    device::device_count(device_type.kind())
+}
+
+/// Makes `stream` the default stream of its device (and its device the
+/// default device).
+#[guarded]
+#[pyfunction]
+fn set_default_stream(stream: PyStream) -> PyResult<()> {
+    device::set_default_stream(stream.0).py()
+}
+
+/// A context manager placing the ops built inside `with` on a stream
+/// (`with ferrox.stream(ferrox.cpu): ...`), as MLX's `StreamContext`.
+#[pyclass(name = "StreamContext", module = "ferrox")]
+pub struct PyStreamContext {
+    stream: Stream,
+}
+
+#[guarded]
+#[pymethods]
+impl PyStreamContext {
+    fn __enter__(&self) -> PyResult<()> {
+        device::enter_stream(self.stream);
+        Ok(())
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        device::exit_stream();
+        Ok(false)
+    }
+}
+
+/// A context manager for a stream, device or device type: ops built inside
+/// its `with` block run there.
+#[guarded]
+#[pyfunction]
+fn stream(s: &Bound<'_, PyAny>) -> PyResult<PyStreamContext> {
+    Ok(PyStreamContext { stream: stream_arg(s)? })
 }
 
 /// Whether a CUDA GPU can be used (false on machines without one).
@@ -218,6 +345,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add("cpu", PyDeviceType::Cpu)?;
     m.add("gpu", PyDeviceType::Gpu)?;
+    m.add_class::<PyStreamContext>()?;
+    m.add_class::<PyThreadLocalStream>()?;
+    m.add_function(wrap_pyfunction!(new_thread_local_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(new_thread_unsafe_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(clear_streams, m)?)?;
+    m.add_function(wrap_pyfunction!(is_available, m)?)?;
+    m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(stream, m)?)?;
     m.add_function(wrap_pyfunction!(default_device, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_device, m)?)?;
     m.add_function(wrap_pyfunction!(default_stream, m)?)?;

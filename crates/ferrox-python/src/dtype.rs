@@ -154,6 +154,77 @@ impl PyIinfo {
     }
 }
 
+/// The dtype of an array or dtype argument (`what` names it in errors).
+fn dtype_of(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Dtype> {
+    if let Ok(d) = obj.extract::<PyDtype>() {
+        return Ok(d.0);
+    }
+    if let Ok(a) = obj.downcast::<crate::array::PyArray>() {
+        return Ok(a.borrow().inner.dtype());
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!("[{op}] Expected an array or a Dtype.")))
+}
+
+/// Whether `from_` (an array or dtype) converts to `to` under MLX's
+/// promotion rules.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (from_, to))]
+fn can_cast(from_: &Bound<'_, PyAny>, to: PyDtype) -> PyResult<bool> {
+    Ok(dtype_of("can_cast", from_)?.can_cast(to.0))
+}
+
+/// The dtype the arrays and dtypes promote to together.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (*arrays_and_dtypes))]
+fn result_type(arrays_and_dtypes: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<PyDtype> {
+    let dtypes = arrays_and_dtypes
+        .iter()
+        .map(|x| {
+            dtype_of("result_type", &x)
+                .map_err(|_| pyo3::exceptions::PyValueError::new_err("[result_type] Inputs must be arrays or dtypes."))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let first = *dtypes
+        .first()
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("[result_type] Expected at least one input."))?;
+    Ok(PyDtype(dtypes.into_iter().fold(first, Dtype::promote)))
+}
+
+/// Whether `dtype` is of `kind`: a dtype (equality), a category, an
+/// array-API kind name (`"integral"`, `"real floating"`, ...) or a tuple
+/// of those (any matches).
+#[guarded]
+#[pyfunction]
+fn isdtype(dtype: PyDtype, kind: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn one(d: Dtype, k: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if let Ok(x) = k.extract::<PyDtype>() {
+            return Ok(x.0 == d);
+        }
+        if let Ok(c) = k.extract::<PyDtypeCategory>() {
+            return Ok(d.is_subdtype(c.0));
+        }
+        if let Ok(name) = k.extract::<String>() {
+            return d.is_kind(&name).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!("[isdtype] Unknown data type kind: '{name}'."))
+            });
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(
+            "[isdtype] kind must be a Dtype, a DtypeCategory, a string or a tuple of those.",
+        ))
+    }
+    if let Ok(t) = kind.downcast::<pyo3::types::PyTuple>() {
+        for k in t.iter() {
+            if one(dtype.0, &k)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
+    one(dtype.0, kind)
+}
+
 /// Adds the dtype objects and categories to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDtype>()?;
@@ -168,5 +239,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(c.name(), PyDtypeCategory(c))?;
     }
     m.add_function(wrap_pyfunction!(issubdtype, m)?)?;
+    m.add_function(wrap_pyfunction!(can_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(result_type, m)?)?;
+    m.add_function(wrap_pyfunction!(isdtype, m)?)?;
     Ok(())
 }

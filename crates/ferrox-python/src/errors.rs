@@ -31,7 +31,9 @@ pub fn to_py(err: Error) -> PyErr {
         }
     }
     match err {
-        Error::IndexOutOfRange { .. } | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
+        Error::IndexOutOfRange { .. } | Error::IndexArgument { .. } | Error::TooManyIndices { .. } => {
+            PyIndexError::new_err(msg)
+        }
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         _ => PyValueError::new_err(msg),

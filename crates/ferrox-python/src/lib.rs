@@ -16,6 +16,7 @@ mod dtype;
 mod errors;
 mod methods;
 mod ops;
+mod random;
 mod transforms;
 
 /// The compiled core of the `ferrox` Python package.
@@ -26,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(m)?;
     ops::register(m)?;
     transforms::register(m)?;
+    random::register(m)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_tests, m)?)?;
     Ok(())
 }

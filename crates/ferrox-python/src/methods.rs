@@ -10,7 +10,7 @@ use crate::errors::IntoPyResult;
 use ferrox::ops;
 use ferrox_python_macros::guarded;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 
 /// The method of one unary row, for rows that MLX's `array` has.
 macro_rules! unary_method {
@@ -122,6 +122,57 @@ reduce_methods!(sum, mean, max, min, prod, all, any, logsumexp);
 #[guarded]
 #[pymethods]
 impl PyArray {
+    /// The array with axis `source` moved to `destination` (see `ferrox.moveaxis`).
+    #[pyo3(signature = (source, destination, *, stream = None))]
+    fn moveaxis(&self, source: isize, destination: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::moveaxis(a, source, destination))
+    }
+
+    /// The array cut into parts along `axis` (see `ferrox.split`).
+    #[pyo3(signature = (indices_or_sections, axis = 0, *, stream = None))]
+    fn split<'py>(
+        slf: &Bound<'py, Self>,
+        indices_or_sections: &Bound<'py, PyAny>,
+        axis: isize,
+        stream: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let a = slf.borrow().inner.clone();
+        let spec = match indices_or_sections.extract::<i64>() {
+            Ok(k) => ops::SplitSpec::Sections(k),
+            Err(_) => ops::SplitSpec::Indices(args::ints("split", "indices", indices_or_sections)?),
+        };
+        let parts = crate::device::on_stream(stream, || ops::split(&a, &spec, axis))?.py()?;
+        PyList::new(slf.py(), parts.into_iter().map(PyArray::wrap))
+    }
+
+    /// The array's bytes read as `dtype` (see `ferrox.view`).
+    #[pyo3(signature = (dtype, *, stream = None))]
+    fn view(&self, dtype: crate::dtype::PyDtype, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::view(a, dtype.0))
+    }
+
+    /// A diagonal, or a matrix with the array on a diagonal (see `ferrox.diag`).
+    #[pyo3(signature = (k = 0, *, stream = None))]
+    fn diag(&self, k: i64, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::diag(a, k))
+    }
+
+    /// The diagonal spanned by `axis1` and `axis2` (see `ferrox.diagonal`).
+    #[pyo3(signature = (offset = 0, axis1 = 0, axis2 = 1, stream = None))]
+    fn diagonal(
+        &self,
+        offset: i64,
+        axis1: isize,
+        axis2: isize,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        self.op(stream, |a| ops::diagonal(a, offset, axis1, axis2))
+    }
+}
+
+#[guarded]
+#[pymethods]
+impl PyArray {
     /// Variance over `axis`, dividing by N - ddof (see `ferrox.var`).
     #[pyo3(signature = (axis = None, keepdims = false, ddof = 0, *, stream = None))]
     fn var(
@@ -188,3 +239,27 @@ impl PyArray {
         PyTuple::new(slf.py(), [PyArray::wrap(q), PyArray::wrap(r)])
     }
 }
+
+macro_rules! scan_methods {
+    ($($name:ident),*) => {
+        #[guarded]
+        #[pymethods]
+        impl PyArray {
+            $(
+                #[doc = concat!("Cumulative ", stringify!($name), " along `axis` (see `ferrox.", stringify!($name), "`).")]
+                #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
+                fn $name(
+                    &self,
+                    axis: Option<isize>,
+                    reverse: bool,
+                    inclusive: bool,
+                    stream: Option<&Bound<'_, PyAny>>,
+                ) -> PyResult<PyArray> {
+                    self.op(stream, |a| ops::$name(a, axis, reverse, inclusive))
+                }
+            )*
+        }
+    };
+}
+
+scan_methods!(cumsum, cumprod, cummax, cummin, logcumsumexp);

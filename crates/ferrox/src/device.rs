@@ -59,6 +59,8 @@ impl fmt::Display for Stream {
 /// The default device; `None` until first asked for.
 static DEFAULT_DEVICE: RwLock<Option<Device>> = RwLock::new(None);
 static NEXT_STREAM: AtomicUsize = AtomicUsize::new(2);
+/// Streams made the default of their device by [`set_default_stream`].
+static DEFAULT_STREAMS: RwLock<Vec<Stream>> = RwLock::new(Vec::new());
 
 thread_local! {
     static STREAM_OVERRIDE: RefCell<Vec<Stream>> = const { RefCell::new(Vec::new()) };
@@ -113,13 +115,33 @@ pub fn synchronize(stream: Option<Stream>) -> Result<()> {
     }
 }
 
-/// The default stream of a device (stream 0 for the CPU, 1 for the first GPU).
+/// The default stream of a device: the one [`set_default_stream`] chose,
+/// else stream 0 for the CPU and 1 for the first GPU.
 pub fn default_stream(device: Device) -> Stream {
+    let chosen = DEFAULT_STREAMS.read().unwrap_or_else(|e| e.into_inner()).iter().find(|s| s.device == device).copied();
+    if let Some(s) = chosen {
+        return s;
+    }
     let index = match device.kind {
         DeviceType::Cpu => 0,
         DeviceType::Gpu => 1,
     };
     Stream { index, device }
+}
+
+/// Makes `stream` the default stream of its device (and that device the
+/// default device, as MLX does).
+pub fn set_default_stream(stream: Stream) -> Result<()> {
+    set_default_device(stream.device)?;
+    let mut streams = DEFAULT_STREAMS.write().unwrap_or_else(|e| e.into_inner());
+    streams.retain(|s| s.device != stream.device);
+    streams.push(stream);
+    Ok(())
+}
+
+/// The number of devices of a kind on this machine.
+pub fn device_count(kind: DeviceType) -> usize {
+    usize::from(is_available(Device { kind, index: 0 }))
 }
 
 /// Creates a new stream on `device`.
@@ -134,6 +156,18 @@ pub fn new_stream(device: Device) -> Result<Stream> {
 /// otherwise the default stream of the default device.
 pub fn current_stream() -> Stream {
     STREAM_OVERRIDE.with(|s| s.borrow().last().copied()).unwrap_or_else(|| default_stream(default_device()))
+}
+
+/// Places the ops this thread builds on `stream` until the matching
+/// [`exit_stream`] (for context managers of other languages; Rust code
+/// uses [`with_stream`]).
+pub fn enter_stream(stream: Stream) {
+    STREAM_OVERRIDE.with(|s| s.borrow_mut().push(stream));
+}
+
+/// Ends the innermost [`enter_stream`] of this thread.
+pub fn exit_stream() {
+    STREAM_OVERRIDE.with(|s| s.borrow_mut().pop());
 }
 
 /// Runs `f` with every op it builds placed on `stream` (MLX's `with mx.stream(s)`).

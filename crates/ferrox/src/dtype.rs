@@ -257,6 +257,28 @@ impl Dtype {
         }
     }
 
+    /// Whether `self` converts to `to` under MLX's promotion (the two
+    /// promote to `to`): int32 to float32 yes, float32 to int32 no.
+    pub fn can_cast(self, to: Dtype) -> bool {
+        Dtype::promote(self, to) == to
+    }
+
+    /// Whether the dtype is of an array-API kind: `"bool"`, `"signed
+    /// integer"`, `"unsigned integer"`, `"integral"`, `"real floating"`,
+    /// `"complex floating"` or `"numeric"`; `None` for an unknown kind.
+    pub fn is_kind(self, kind: &str) -> Option<bool> {
+        Some(match kind {
+            "bool" => self == Bool,
+            "signed integer" => self.is_signed_integer(),
+            "unsigned integer" => self.is_unsigned_integer(),
+            "integral" => self.is_integer(),
+            "real floating" => self.is_floating(),
+            "complex floating" => self.is_complex(),
+            "numeric" => self != Bool,
+            _ => return None,
+        })
+    }
+
     /// MLX's type promotion: the dtype that both `a` and `b` convert to.
     pub fn promote(a: Dtype, b: Dtype) -> Dtype {
         PROMOTION[a.table_index()][b.table_index()]

@@ -21,6 +21,10 @@ pub enum Error {
     /// An integer index outside an axis.
     #[error("[{op}] Index {index} is out of bounds for axis {axis} with size {size}.")]
     IndexOutOfRange { op: &'static str, index: i64, axis: usize, size: usize },
+    /// An axis or index argument out of range where MLX raises IndexError
+    /// (e.g. `moveaxis`).
+    #[error("[{op}] {msg}")]
+    IndexArgument { op: &'static str, msg: String },
     /// More integer/slice indices than the array has dimensions.
     #[error("[{op}] Too many indices ({given}) for array with {ndim} dimensions.")]
     TooManyIndices { op: &'static str, given: usize, ndim: usize },

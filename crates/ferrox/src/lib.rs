@@ -36,6 +36,7 @@ pub use memory::{
     clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory, set_cache_limit,
     set_memory_limit,
 };
+pub use ops::random;
 pub use transforms::autodiff::{jvp, value_and_grad, vjp};
 pub use transforms::custom::{checkpoint, CustomFunction};
 pub use transforms::eval::eval;

@@ -99,6 +99,19 @@ impl Layout {
         true
     }
 
+    /// Whether the elements are dense in column-major order from `offset`
+    /// (the transpose of a row-contiguous layout).
+    pub fn is_col_contiguous(&self) -> bool {
+        let mut expected = 1isize;
+        for (&d, &st) in self.shape.iter().zip(&self.strides) {
+            if d != 1 && st != expected {
+                return false;
+            }
+            expected *= d as isize;
+        }
+        true
+    }
+
     /// True when every element is the same buffer element (a single value,
     /// possibly broadcast: each stride is 0 or its extent is 1).
     pub fn reads_one_element(&self) -> bool {

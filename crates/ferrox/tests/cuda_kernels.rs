@@ -6,7 +6,7 @@
 
 use ferrox::backend::cuda::compiler;
 use ferrox::backend::cuda::kernels::{self, Family, Module};
-use ferrox::backend::{BinaryOp, UnaryOp};
+use ferrox::backend::{BinaryOp, ScanOp, UnaryOp};
 use ferrox::Dtype;
 
 /// Whether NVRTC can run here (a failure where CI requires it).
@@ -86,6 +86,9 @@ fn one_op_modules_compile_alone() {
         Module::Unary(UnaryOp::Isnan, Dtype::C64),
         Module::Binary(BinaryOp::Less, Dtype::U8),
         Module::Binary(BinaryOp::Add, Dtype::F32),
+        Module::Scan(ScanOp::Sum, Dtype::Bool),
+        Module::Scan(ScanOp::LogAddExp, Dtype::C64),
+        Module::Scan(ScanOp::Max, Dtype::BF16),
     ]
     .into_iter()
     .map(|m| (m.name(), m.source(), m.kernel_names()))

@@ -93,10 +93,19 @@ fn astype(a: &Bound<'_, PyAny>, dtype: PyDtype, stream: Option<&Bound<'_, PyAny>
     wrap(on_stream(stream, || ops::astype(&a, dtype.0)))
 }
 
+/// `a`'s bytes read as `dtype` (the last axis scales with the size ratio).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, dtype, stream = None))]
+fn view(a: &Bound<'_, PyAny>, dtype: PyDtype, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    wrap(on_stream(stream, || ops::view(&a, dtype.0)))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     register_unary(m)?;
     register_binary(m)?;
-    crate::add_functions!(m, where_, astype);
+    crate::add_functions!(m, where_, astype, view);
     Ok(())
 }

@@ -173,6 +173,15 @@ fn array_equal(
     wrap(on_stream(stream, || ops::array_equal(&a, &b, equal_nan)))
 }
 
+/// The `n`-th forward difference along `axis`.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, /, n = 1, axis = -1, *, stream = None))]
+fn diff(a: &Bound<'_, PyAny>, n: i64, axis: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    wrap(on_stream(stream, || ops::diff(&a, n, axis)))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::add_functions!(
@@ -192,7 +201,8 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         nan_to_num,
         isclose,
         allclose,
-        array_equal
+        array_equal,
+        diff
     );
     Ok(())
 }

@@ -3,12 +3,15 @@
 //! `ferrox.array` accepts; every op takes `stream=`. The elementwise
 //! functions are generated from the op tables of the Rust crate.
 
+mod contraction;
 mod creation;
 mod elementwise;
 mod linalg;
 mod math;
 mod memory;
+mod rearrange;
 mod reduction;
+mod scan;
 mod shaping;
 
 use crate::array::PyArray;
@@ -26,8 +29,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     elementwise::register(m)?;
     math::register(m)?;
     reduction::register(m)?;
+    scan::register(m)?;
     linalg::register(m)?;
     creation::register(m)?;
+    contraction::register(m)?;
+    rearrange::register(m)?;
     shaping::register(m)?;
     memory::register(m)?;
     Ok(())

@@ -97,6 +97,22 @@ arg_reduce_fns!(
     argmin: "Index of the minimum along `axis` (of the flattened array when None); uint32.",
 );
 
+/// `exp(a) / sum(exp(a))` over `axis` (all axes when None), computed
+/// without overflow; `precise` computes half floats in float32.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, /, axis = None, *, precise = false, stream = None))]
+fn softmax(
+    a: &Bound<'_, PyAny>,
+    axis: Option<&Bound<'_, PyAny>>,
+    precise: bool,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    let axes = args::axes("softmax", axis)?;
+    wrap(on_stream(stream, || ops::softmax(&a, axes.as_deref(), precise)))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::add_functions!(
@@ -113,7 +129,8 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         var_fn,
         std_fn,
         argmax,
-        argmin
+        argmin,
+        softmax
     );
     Ok(())
 }

@@ -311,6 +311,42 @@ pub enum ReduceOp {
     Min,
 }
 
+/// Cumulative (scan) ops along one axis: `cumsum`, `cumprod`, `cummax`,
+/// `cummin`, `logcumsumexp`. Each combines the running result with the
+/// next element by the op's element function (`element/`), so values and
+/// NaN handling are those of `add`, `multiply`, `maximum`, `minimum` and
+/// `logaddexp`; an exclusive scan starts from the op's identity.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ScanOp {
+    /// Running sum (integers wrap, bool is or); identity 0.
+    Sum,
+    /// Running product (bool is and); identity 1.
+    Prod,
+    /// Running maximum, NaN-propagating; identity the dtype's lowest value
+    /// (-inf for floats, `(-inf, -inf)` for complex64, false for bool).
+    Max,
+    /// Running minimum, NaN-propagating; identity the dtype's highest value.
+    Min,
+    /// Running `logaddexp` (inexact dtypes only); identity -inf (`-inf + 0i`).
+    LogAddExp,
+}
+
+impl ScanOp {
+    /// Every scan op.
+    pub const ALL: [ScanOp; 5] = [ScanOp::Sum, ScanOp::Prod, ScanOp::Max, ScanOp::Min, ScanOp::LogAddExp];
+
+    /// The op's MLX name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Sum => "cumsum",
+            ScanOp::Prod => "cumprod",
+            ScanOp::Max => "cummax",
+            ScanOp::Min => "cummin",
+            ScanOp::LogAddExp => "logcumsumexp",
+        }
+    }
+}
+
 /// Index-of reductions along one axis; results are uint32.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum ArgReduceOp {
@@ -318,6 +354,37 @@ pub enum ArgReduceOp {
     ArgMax,
     /// Index of the first smallest element.
     ArgMin,
+}
+
+/// What the random kernels make of MLX's generator (threefry2x32 keys laid
+/// out as MLX's `RandomBits`, see `cpu/random.rs`): its raw bits, or one of
+/// the samplers fused with it so that a sample costs one pass over the
+/// output. Each computes exactly MLX's sequence of float32 ops.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum RandomOp {
+    /// The generator's bytes as uint8, uint16 or uint32 (MLX's `bits`).
+    Bits,
+    /// MLX's `uniform` on [0, 1) in float32, float16 or bfloat16.
+    Uniform,
+    /// MLX's float32 `erfinv` of its uniform on (-1, 1), cast to a float
+    /// dtype (`normal` before its scale); complex64 takes the real and the
+    /// imaginary part from consecutive words (MLX's complex normal).
+    Erfinv,
+    /// MLX's standard normal: `sqrt(2)` times [`RandomOp::Erfinv`], in a
+    /// real float dtype.
+    Normal,
+}
+
+impl RandomOp {
+    /// The primitive's name (MLX's `RandomBits` for raw bits).
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomOp::Bits => "RandomBits",
+            RandomOp::Uniform => "RandomUniform",
+            RandomOp::Erfinv => "RandomErfinv",
+            RandomOp::Normal => "RandomNormal",
+        }
+    }
 }
 
 /// One device's kernels. Every method documents its inputs and output; all
@@ -344,6 +411,11 @@ pub trait Backend: Send + Sync {
     /// The elements `layout` selects, row-contiguous, cast to `dtype`
     /// (covers `astype` and making a copy contiguous).
     fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage>;
+
+    /// The elements `layout` selects, row-contiguous, with their bytes
+    /// read as `dtype` (MLX's `view`; the caller checks that the byte
+    /// count divides; a bool result holds 0 or 1).
+    fn bitcast(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage>;
 
     /// `op` applied elementwise; output dtype equals the input dtype.
     fn unary(&self, op: UnaryOp, x: &Storage, layout: &Layout) -> Result<Storage>;
@@ -373,6 +445,21 @@ pub trait Backend: Send + Sync {
     /// Index of the max/min along `axis` (kept with extent 1); uint32 output.
     fn arg_reduce(&self, op: ArgReduceOp, x: &Storage, layout: &Layout, axis: usize) -> Result<Storage>;
 
+    /// Scans `op` along `axis` of `x`: element i of a line along the axis
+    /// combines the elements before it (in the scan direction: from the end
+    /// when `reverse`) and, when `inclusive`, itself; an exclusive scan's
+    /// first element is the op's identity. Same shape and dtype as `x`
+    /// (the op builder casts first; `LogAddExp` gets inexact dtypes only).
+    fn scan(
+        &self,
+        op: ScanOp,
+        x: &Storage,
+        layout: &Layout,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<Storage>;
+
     /// Batched matrix product: `a` is `[..., M, K]`, `b` is `[..., K, N]`,
     /// both already broadcast to the output's batch shape; one dtype.
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage>;
@@ -391,4 +478,11 @@ pub trait Backend: Send + Sync {
 
     /// Joins inputs of one dtype along `axis`; `out_shape` is the result's shape.
     fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage>;
+
+    /// Random numbers from MLX's generator: `keys` holds `K` uint32 key
+    /// pairs (shape `[..., 2]`, any layout; the leading axes come from
+    /// vmap); the output has `n` elements of `dtype`, `n / K` per key in
+    /// key order, each key's in MLX's layout. `op` picks raw bits (uint8,
+    /// uint16, uint32) or a fused sampler (see [`RandomOp`] for its dtypes).
+    fn random(&self, op: RandomOp, keys: &Storage, keys_layout: &Layout, n: usize, dtype: Dtype) -> Result<Storage>;
 }

@@ -17,6 +17,30 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
     Array::from_primitive(a.shape().to_vec(), dtype, AsType(dtype), vec![a.clone()])
 }
 
+/// `a`'s bytes (in row-major order) read as `dtype`. With a different
+/// element size the last axis scales by the size ratio (its byte size must
+/// be a multiple of the new size); a 0-d array keeps sizes equal.
+pub fn view(a: &Array, dtype: Dtype) -> Result<Array> {
+    let (from, to) = (a.dtype().size(), dtype.size());
+    let mut shape = a.shape().to_vec();
+    if from != to {
+        let Some(last) = shape.last_mut() else {
+            return Err(Error::invalid(
+                "view",
+                "Changing the type of a scalar is only allowed for types with the same size.",
+            ));
+        };
+        if (*last * from) % to != 0 {
+            return Err(Error::invalid(
+                "view",
+                "When viewing as a larger dtype, the size in bytes of the last axis must be a multiple of the requested type size.",
+            ));
+        }
+        *last = *last * from / to;
+    }
+    Array::from_primitive(shape, dtype, crate::primitives::View(dtype), vec![a.clone()])
+}
+
 /// A Python-style weakly typed scalar for combining with an array of dtype
 /// `like`, following MLX: a bool takes `like`; an int takes `like` unless
 /// `like` is bool (then int32); a float takes `like` if it is a real

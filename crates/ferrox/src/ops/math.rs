@@ -143,3 +143,24 @@ pub fn array_equal(a: &Array, b: &Array, equal_nan: bool) -> Result<Array> {
     let same = if equal_nan { logical_or(&same, &logical_and(&isnan(&x)?, &isnan(&y)?)?)? } else { same };
     all(&same, None, false)
 }
+
+/// The `n`-th forward difference `a[1:] - a[:-1]` along `axis`, applied `n`
+/// times.
+pub fn diff(a: &Array, n: i64, axis_: isize) -> Result<Array> {
+    if n < 0 {
+        return Err(Error::invalid("diff", "Order must be non-negative"));
+    }
+    let out_of_bounds = || Error::invalid("diff", "Axis is out of bounds for the array.");
+    let ax = crate::shape::normalize_axis(axis_, a.ndim()).ok_or_else(out_of_bounds)?;
+    let mut x = a.clone();
+    for _ in 0..n {
+        let len = x.shape()[ax];
+        if len == 0 {
+            break;
+        }
+        let hi = super::rearrange::slice_axis(&x, ax, 1, len - 1, 1)?;
+        let lo = super::rearrange::slice_axis(&x, ax, 0, len - 1, 1)?;
+        x = subtract(&hi, &lo)?;
+    }
+    Ok(x)
+}

@@ -22,9 +22,19 @@ macro_rules! reduce_methods {
     )*};
 }
 
+macro_rules! scan_methods {
+    ($($name:ident),*) => {$(
+        #[doc = concat!("Method form of [`ops::", stringify!($name), "`](crate::ops::", stringify!($name), ").")]
+        pub fn $name(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
+            crate::ops::$name(self, axis, reverse, inclusive)
+        }
+    )*};
+}
+
 impl Array {
     unary_methods!(negative, abs, exp, log, sqrt, sin, cos, tanh, sigmoid);
     reduce_methods!(sum, prod, max, min, mean);
+    scan_methods!(cumsum, cumprod, cummax, cummin, logcumsumexp);
 
     /// Method form of [`ops::astype`](crate::ops::astype).
     pub fn astype(&self, dtype: Dtype) -> Result<Array> {

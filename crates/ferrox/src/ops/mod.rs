@@ -3,6 +3,7 @@
 //! The same ops are methods on [`Array`](crate::Array) (see `methods.rs`)
 //! and operators on `&Array` (see `operators.rs`).
 
+mod contraction;
 mod creation;
 mod elementwise;
 mod indexing;
@@ -10,17 +11,28 @@ mod linalg;
 mod math;
 mod methods;
 mod operators;
+// Not glob-exported: `random::split` would clash with the array op.
+pub mod random;
+mod rearrange;
 mod reduction;
+mod scan;
 mod shaping;
 mod tables;
+mod triangular;
+mod windows;
 
+pub use contraction::*;
 pub use creation::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use linalg::*;
 pub use math::*;
+pub use rearrange::*;
 pub use reduction::*;
+pub use scan::*;
 pub use shaping::*;
+pub use triangular::*;
+pub use windows::*;
 
 use crate::error::{Error, Result};
 use crate::shape::normalize_axis;

@@ -1,7 +1,9 @@
 //! Reductions over any axes (sum, prod, max, min, mean) and arg-reductions.
 
 use super::creation::zeros_like;
-use super::elementwise::{abs, add, astype, exp, isinf, log, multiply, sqrt, square, stop_gradient, subtract, where_};
+use super::elementwise::{
+    abs, add, astype, divide, exp, isinf, log, multiply, sqrt, square, stop_gradient, subtract, where_,
+};
 use super::shaping::{flatten, reshape_to};
 use super::{axis, normalize_axes};
 use crate::array::Array;
@@ -113,7 +115,8 @@ pub fn any(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
 
 /// The number of nonzero elements over `axes` (`None` = all), as int32.
 pub fn count_nonzero(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-    sum(&astype(a, Dtype::Bool)?, axes, keepdims)
+    // Counted in int32 (MLX's type) even when nothing is reduced (0-d input).
+    sum(&astype(&astype(a, Dtype::Bool)?, Dtype::I32)?, axes, keepdims)
 }
 
 /// Variance over `axes` (`None` = all): the mean squared deviation from
@@ -208,4 +211,38 @@ pub fn sum_to_shape(x: &Array, shape: &[usize]) -> Result<Array> {
         .collect();
     let summed = astype(&sum(x, Some(&axes), true)?, x.dtype())?;
     reshape_to(&summed, shape.to_vec())
+}
+
+/// `exp(a) / sum(exp(a))` over `axes` (all when `None`), computed after
+/// subtracting the maximum. As MLX: real inputs compute in at least
+/// float32 (`precise` computes half floats in float32 too); the result has
+/// the input's dtype where MLX keeps it (complex, or reductions not
+/// ending at the last axis) and at least float32 otherwise.
+pub fn softmax(a: &Array, axes: Option<&[isize]>, precise: bool) -> Result<Array> {
+    if a.size() == 0 {
+        return Ok(a.clone());
+    }
+    let all: Vec<isize> = (0..a.ndim() as isize).collect();
+    let axes = axes.unwrap_or(&all);
+    if a.ndim() == 0 && !axes.is_empty() {
+        return Err(Error::invalid("softmax", "Received non-empty axes for array with 0 dimensions."));
+    }
+    let resolved = reduce_axes("softmax", a, Some(axes))?;
+    let last = a.ndim().saturating_sub(1);
+    let ends_last =
+        resolved.last() == Some(&last) && resolved.windows(2).all(|w| w[0] + 1 == w[1] && a.shape()[w[0]] == 1);
+    let complex = a.dtype().is_complex();
+    let compute = if complex {
+        a.dtype()
+    } else if precise && matches!(a.dtype(), Dtype::F16 | Dtype::BF16) {
+        Dtype::F32
+    } else {
+        a.dtype().at_least_float()
+    };
+    let out_dtype = if ends_last && !complex { a.dtype().at_least_float() } else { a.dtype() };
+    let x = astype(a, compute)?;
+    let axes: Vec<isize> = resolved.iter().map(|&i| i as isize).collect();
+    let m = stop_gradient(&max(&x, Some(&axes), true)?)?;
+    let ex = exp(&subtract(&x, &m)?)?;
+    astype(&divide(&ex, &sum(&ex, Some(&axes), true)?)?, out_dtype)
 }

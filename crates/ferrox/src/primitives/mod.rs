@@ -9,15 +9,19 @@ mod concatenate;
 mod creation;
 mod elementwise;
 mod matmul;
+mod random;
 mod reduction;
+mod scan;
 mod views;
 
 pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use elementwise::{AsType, Binary, Select, Unary};
 pub use matmul::Matmul;
+pub use random::RandomBits;
 pub use reduction::{ArgReduce, Reduce};
-pub use views::{BroadcastTo, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose};
+pub use scan::Scan;
+pub use views::{BroadcastTo, Contiguous, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View};
 
 use crate::array::{Array, ArrayData};
 use crate::backend::{Backend, Storage};

@@ -11,12 +11,39 @@ impl Reduce {
         self.axes.iter().map(|&a| a as isize).collect()
     }
 
+    /// For each element, the product of the other elements it is reduced
+    /// with: the exclusive products from the left times those from the
+    /// right, so zeros give exact derivatives (out / x would be NaN).
+    fn product_of_the_others(&self, x: &Array) -> Result<Array> {
+        if x.size() == 0 {
+            return ops::zeros_like(x);
+        }
+        let nd = x.ndim();
+        let kept: Vec<usize> = (0..nd).filter(|a| !self.axes.contains(a)).collect();
+        let order: Vec<isize> = kept.iter().chain(&self.axes).map(|&a| a as isize).collect();
+        let moved = ops::transpose(x, Some(&order))?;
+        let mut rows: Vec<isize> = kept.iter().map(|&a| x.shape()[a] as isize).collect();
+        rows.push(-1);
+        let flat = ops::reshape(&moved, &rows)?;
+        let left = ops::cumprod(&flat, Some(-1), false, false)?;
+        let right = ops::cumprod(&flat, Some(-1), true, false)?;
+        let others = ops::reshape(
+            &ops::multiply(&left, &right)?,
+            &moved.shape().iter().map(|&d| d as isize).collect::<Vec<_>>(),
+        )?;
+        let mut inverse = vec![0isize; nd];
+        for (i, &a) in order.iter().enumerate() {
+            inverse[a as usize] = i as isize;
+        }
+        ops::transpose(&others, Some(&inverse))
+    }
+
     /// d out / d x broadcast to the input shape (out keeps reduced axes).
     fn derivative(&self, x: &Array, out: &Array) -> Result<Array> {
         let out_b = ops::broadcast_to(out, x.shape())?;
         match self.op {
             ReduceOp::Sum => ops::ones_like(x),
-            ReduceOp::Prod => ops::divide(&out_b, x),
+            ReduceOp::Prod => self.product_of_the_others(x),
             ReduceOp::Max | ReduceOp::Min => {
                 // Ties share the derivative equally.
                 let mask = ops::astype(&ops::equal(x, &out_b)?, x.dtype())?;

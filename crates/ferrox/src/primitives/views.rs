@@ -213,6 +213,64 @@ impl Primitive for BroadcastTo {
     }
 }
 
+/// The input with a dense layout: a view when it already has one, a copy
+/// otherwise (MLX's `contiguous`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contiguous {
+    /// Whether a column-major layout is dense enough.
+    pub allow_col_major: bool,
+}
+
+impl Primitive for Contiguous {
+    fn name(&self) -> &'static str {
+        "contiguous"
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let x = &inputs[0];
+        let dense = x.layout.is_row_contiguous() || (self.allow_col_major && x.layout.is_col_contiguous());
+        if dense {
+            return Ok(view(x, x.layout.clone()));
+        }
+        let out = backend.copy(&x.storage, &x.layout, outputs[0].dtype)?;
+        Ok(fresh(out, &outputs[0].shape))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Ok(vec![cotangents[0].clone()])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![tangents[0].clone()])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        super::batched(Array::from_primitive(x.shape().to_vec(), x.dtype(), self.clone(), vec![x])?)
+    }
+}
+
+/// The input's bytes read as another dtype (MLX's `view`); the last axis
+/// scales with the ratio of the element sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View(pub crate::dtype::Dtype);
+
+impl Primitive for View {
+    fn name(&self) -> &'static str {
+        "view"
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let x = &inputs[0];
+        Ok(fresh(backend.bitcast(&x.storage, &x.layout, self.0)?, &outputs[0].shape))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        Err(crate::error::Error::invalid("view", "Reinterpreted bytes have no derivative."))
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Err(crate::error::Error::invalid("view", "Reinterpreted bytes have no derivative."))
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = super::front(inputs, axes)?;
+        super::batched(ops::view(&x, self.0)?)
+    }
+}
+
 /// The input unchanged: a distinct node for the same data (gradient traces
 /// use it to tell a function's arguments apart).
 #[derive(Debug, Clone, PartialEq)]

@@ -128,6 +128,49 @@ pub fn cast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> Res
     }
 }
 
+/// The elements `l` selects, row-contiguous, with their bytes read as
+/// `dtype` (little endian, as every supported host is); bytes that become
+/// bools are normalised to 0 or 1.
+pub fn bitcast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> Result<CpuBuffer> {
+    fn bytes_of<T: CpuElement>(v: &[T]) -> &[u8] {
+        // SAFETY: every element type is plain old data (no padding, no
+        // pointers); the slice covers exactly the vector's elements.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+    }
+    fn read<U: CpuElement>(bytes: &[u8]) -> Result<CpuBuffer> {
+        let n = bytes.len() / std::mem::size_of::<U>();
+        let mut out = output_vec::<U>(n)?;
+        // SAFETY: `out` has room for `n` elements of U = `bytes.len()` bytes,
+        // U is plain old data other than bool (handled by the caller), and
+        // the regions do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, n * std::mem::size_of::<U>())
+        };
+        Ok(U::into_buffer(out))
+    }
+    let dense = copy_buffer(x, l)?;
+    crate::with_buffer!(&dense, v => {
+        let bytes = bytes_of(v);
+        use crate::dtype::Dtype as D;
+        match dtype {
+            D::Bool => Ok(CpuBuffer::Bool(bytes.iter().map(|&b| b != 0).collect())),
+            D::U8 => read::<u8>(bytes),
+            D::U16 => read::<u16>(bytes),
+            D::U32 => read::<u32>(bytes),
+            D::U64 => read::<u64>(bytes),
+            D::I8 => read::<i8>(bytes),
+            D::I16 => read::<i16>(bytes),
+            D::I32 => read::<i32>(bytes),
+            D::I64 => read::<i64>(bytes),
+            D::F16 => read::<half::f16>(bytes),
+            D::BF16 => read::<half::bf16>(bytes),
+            D::F32 => read::<f32>(bytes),
+            D::F64 => read::<f64>(bytes),
+            D::C64 => read::<num_complex::Complex32>(bytes),
+        }
+    })
+}
+
 /// A same-dtype contiguous copy of the elements `l` selects.
 pub fn copy_buffer(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
     Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(map_unary(v, l, |e| e)?)))

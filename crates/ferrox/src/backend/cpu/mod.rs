@@ -7,13 +7,15 @@ pub mod creation;
 pub mod elementwise;
 pub mod math;
 pub mod matmul;
+pub mod random;
 pub mod reduce;
+pub mod scan;
 pub mod storage;
 pub mod strided;
 
 pub use storage::{CpuBuffer, CpuElement, CpuStorage};
 
-use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, Storage, UnaryOp};
+use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, Storage, UnaryOp};
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -63,6 +65,10 @@ impl Backend for CpuBackend {
         wrap(creation::eye(n, m, k, dtype)?)
     }
 
+    fn bitcast(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
+        wrap(elementwise::bitcast_buffer(host(x), layout, dtype)?)
+    }
+
     fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
         let x = host(x);
         if buffer_dtype(x) == dtype {
@@ -101,6 +107,18 @@ impl Backend for CpuBackend {
 
     fn arg_reduce(&self, op: ArgReduceOp, x: &Storage, layout: &Layout, axis: usize) -> Result<Storage> {
         wrap(reduce::arg_reduce(op, host(x), layout, axis)?)
+    }
+
+    fn scan(
+        &self,
+        op: ScanOp,
+        x: &Storage,
+        layout: &Layout,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<Storage> {
+        wrap(scan::scan(op, host(x), layout, axis, reverse, inclusive)?)
     }
 
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
@@ -157,6 +175,17 @@ impl Backend for CpuBackend {
             let typed_inputs = slices(&v[..], inputs);
             wrap(CpuElement::into_buffer(typed(&typed_inputs, axis, out_shape)?))
         })
+    }
+
+    fn random(
+        &self,
+        op: super::RandomOp,
+        keys: &Storage,
+        keys_layout: &Layout,
+        n: usize,
+        dtype: Dtype,
+    ) -> Result<Storage> {
+        wrap(random::random(op, host(keys), keys_layout, n, dtype)?)
     }
 }
 

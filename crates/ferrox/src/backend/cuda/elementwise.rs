@@ -238,6 +238,18 @@ pub(crate) fn copy(s: &Arc<GpuStream>, x: &CudaStorage, l: &Layout, dtype: Dtype
     Ok(out)
 }
 
+/// The elements `l` selects, row-contiguous, with their bytes read as
+/// `dtype` (bytes that become bools are normalised to 0 or 1).
+pub(crate) fn bitcast(s: &Arc<GpuStream>, x: &CudaStorage, l: &Layout, dtype: Dtype) -> Result<CudaStorage> {
+    let dense = copy(s, x, l, x.dtype())?;
+    if dtype == Dtype::Bool {
+        let bytes = dense.reinterpret(Dtype::U8);
+        let n = bytes.len();
+        return copy(s, &bytes, &Layout::contiguous(&[n]), Dtype::Bool);
+    }
+    Ok(dense.reinterpret(dtype))
+}
+
 /// Copies with the tiled transpose kernel when the layout is a (batched)
 /// transpose: the input's unit stride is on the second-to-last merged axis.
 fn try_transpose(s: &Arc<GpuStream>, x: &CudaStorage, l: &Layout, out: &CudaStorage) -> Result<bool> {

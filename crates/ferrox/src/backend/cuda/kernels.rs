@@ -9,13 +9,15 @@
 //! functors (`unary_ops.cuh`, `binary_ops.cuh`), the kernel templates
 //! (`unary.cu`, `binary.cu`) and one instantiation line generated from the
 //! Rust op tables, so using one op compiles only that op and the kernel
-//! names cannot drift from the tables. The kernels inside have plain
+//! names cannot drift from the tables. Scans likewise load one module per
+//! (op, dtype) (`Module::Scan`); their family module, with every op, serves
+//! the compile checks. The kernels inside have plain
 //! `extern "C"` names such as `exp_contig` (each file's header comment lists
 //! them).
 
 use super::compiler::compile_cached;
 use super::device::{driver_error, gpu};
-use crate::backend::{BinaryKind, BinaryOp, UnaryKind, UnaryOp};
+use crate::backend::{BinaryKind, BinaryOp, ScanOp, UnaryKind, UnaryOp};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use cudarc::driver::{result, sys};
@@ -50,11 +52,16 @@ pub enum Family {
     Scatter,
     /// The exact matrix product for types cuBLAS does not cover.
     Matmul,
+    /// Cumulative sums, products, maxima, minima, log-sum-exps: every op in
+    /// one module (for checks; the backend loads `Module::Scan`, one op each).
+    Scan,
+    /// Random bits and the samplers fused with them (MLX's threefry generator).
+    Random,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 9] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -62,6 +69,8 @@ impl Family {
         Family::Creation,
         Family::Scatter,
         Family::Matmul,
+        Family::Scan,
+        Family::Random,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -74,6 +83,8 @@ impl Family {
             Family::Creation => "creation",
             Family::Scatter => "scatter",
             Family::Matmul => "matmul",
+            Family::Scan => "scan",
+            Family::Random => "random",
         }
     }
 
@@ -86,6 +97,8 @@ impl Family {
             Family::Creation => include_str!("kernels/creation.cu"),
             Family::Scatter => include_str!("kernels/scatter.cu"),
             Family::Matmul => include_str!("kernels/matmul.cu"),
+            Family::Scan => include_str!("kernels/scan.cu"),
+            Family::Random => include_str!("kernels/random.cu"),
         }
     }
 }
@@ -99,6 +112,10 @@ pub enum Module {
     Unary(UnaryOp, Dtype),
     /// One binary op's kernels for one dtype (`<op>_vv`, `<op>_sv`, ...).
     Binary(BinaryOp, Dtype),
+    /// One scan op's kernels for one dtype (`<op>_tiles`, `<op>_warps`,
+    /// `<op>_cols`, `<op>_col_tiles`): the `Scan` family's source with only
+    /// that op instantiated, which compiles several times faster.
+    Scan(ScanOp, Dtype),
 }
 
 /// The dtypes a unary op has kernels for: those it computes in.
@@ -109,6 +126,28 @@ pub fn unary_kernel_dtypes(op: UnaryOp) -> impl Iterator<Item = Dtype> {
 /// The dtypes a binary op has kernels for: those it computes in.
 pub fn binary_kernel_dtypes(op: BinaryOp) -> impl Iterator<Item = Dtype> {
     Dtype::ALL.into_iter().filter(move |&d| op.kind().compute_dtype(d) == Some(d))
+}
+
+/// The dtypes a scan op has kernels for: all (`logcumsumexp`: the inexact ones).
+pub fn scan_kernel_dtypes(op: ScanOp) -> impl Iterator<Item = Dtype> {
+    Dtype::ALL.into_iter().filter(move |&d| op != ScanOp::LogAddExp || d.is_inexact())
+}
+
+/// The kernels `scan.cu` defines for `op`, named after it (see its header).
+pub fn scan_kernel_names(op: ScanOp) -> Vec<String> {
+    ["tiles", "warps", "cols", "col_tiles"].iter().map(|k| format!("{}_{k}", op.name())).collect()
+}
+
+/// The line of `scan.cu` instantiating `op` with its device functor.
+fn scan_instantiation(op: ScanOp) -> String {
+    let functor = match op {
+        ScanOp::Sum => "ScanSum",
+        ScanOp::Prod => "ScanProd",
+        ScanOp::Max => "ScanMax",
+        ScanOp::Min => "ScanMin",
+        ScanOp::LogAddExp => "ScanLogAddExp",
+    };
+    format!("FX_SCAN({}, {functor})\n", op.name())
 }
 
 /// The line of `unary.cu`'s template instantiating `op`.
@@ -154,6 +193,7 @@ impl Module {
             Module::Family(f, d) => format!("{}_{}", f.name(), dtype_tag(d)),
             Module::Unary(op, d) => format!("unary_{}_{}", op.name(), dtype_tag(d)),
             Module::Binary(op, d) => format!("binary_{}_{}", op.name(), dtype_tag(d)),
+            Module::Scan(op, d) => format!("scan_{}_{}", op.name(), dtype_tag(d)),
         }
     }
 
@@ -163,15 +203,25 @@ impl Module {
             Module::Family(f, d) => with_prelude(d, &[f.source()]),
             Module::Unary(op, d) => with_prelude(d, &[UNARY_OPS, UNARY, &unary_instantiation(op)]),
             Module::Binary(op, d) => with_prelude(d, &[BINARY_OPS, BINARY, &binary_instantiation(op)]),
+            Module::Scan(op, d) => {
+                with_prelude(d, &["#define FX_SCAN_ONE 1\n", Family::Scan.source(), &scan_instantiation(op)])
+            }
         }
     }
 
     /// The kernel names the module defines, where the op tables fix them.
     pub fn kernel_names(self) -> Vec<String> {
         match self {
+            Module::Family(Family::Scan, d) => ScanOp::ALL
+                .iter()
+                .filter(|&&op| scan_kernel_dtypes(op).any(|k| k == d))
+                .flat_map(|&op| scan_kernel_names(op))
+                .collect(),
+            Module::Family(Family::Random, d) => super::random::kernel_names(d),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),
+            Module::Scan(op, _) => scan_kernel_names(op),
         }
     }
 
@@ -180,7 +230,8 @@ impl Module {
         let families = Family::ALL.iter().flat_map(|&f| Dtype::ALL.iter().map(move |&d| Module::Family(f, d)));
         let unary = UnaryOp::ALL.iter().flat_map(|&op| unary_kernel_dtypes(op).map(move |d| Module::Unary(op, d)));
         let binary = BinaryOp::ALL.iter().flat_map(|&op| binary_kernel_dtypes(op).map(move |d| Module::Binary(op, d)));
-        families.chain(unary).chain(binary).collect()
+        let scan = ScanOp::ALL.iter().flat_map(|&op| scan_kernel_dtypes(op).map(move |d| Module::Scan(op, d)));
+        families.chain(unary).chain(binary).chain(scan).collect()
     }
 }
 

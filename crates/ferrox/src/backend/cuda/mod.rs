@@ -15,7 +15,9 @@ mod elementwise;
 pub mod kernels;
 mod launch;
 mod matmul;
+mod random;
 mod reduce;
+mod scan;
 mod scatter;
 mod storage;
 mod stream;
@@ -25,7 +27,7 @@ pub use matmul::set_allow_tf32;
 pub use storage::CudaStorage;
 
 use super::cpu::CpuStorage;
-use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, Storage, UnaryOp};
+use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, Storage, UnaryOp};
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -217,6 +219,10 @@ impl Backend for CudaBackend {
         wrap(creation::eye(&self.stream, n, m, k, dtype)?)
     }
 
+    fn bitcast(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
+        wrap(elementwise::bitcast(&self.stream, self.input(x)?, layout, dtype)?)
+    }
+
     fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
         wrap(elementwise::copy(&self.stream, self.input(x)?, layout, dtype)?)
     }
@@ -252,6 +258,18 @@ impl Backend for CudaBackend {
         wrap(reduce::arg_reduce(&self.stream, op, self.input(x)?, layout, axis)?)
     }
 
+    fn scan(
+        &self,
+        op: ScanOp,
+        x: &Storage,
+        layout: &Layout,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<Storage> {
+        wrap(scan::scan(&self.stream, op, self.input(x)?, layout, axis, reverse, inclusive)?)
+    }
+
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
         wrap(matmul::matmul(&self.stream, self.input(a)?, la, self.input(b)?, lb)?)
     }
@@ -270,5 +288,16 @@ impl Backend for CudaBackend {
     fn concatenate(&self, inputs: &[(&Storage, &Layout)], axis: usize, out_shape: &[usize]) -> Result<Storage> {
         let inputs = inputs.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
         wrap(scatter::concatenate(&self.stream, &inputs, axis, out_shape)?)
+    }
+
+    fn random(
+        &self,
+        op: super::RandomOp,
+        keys: &Storage,
+        keys_layout: &Layout,
+        n: usize,
+        dtype: Dtype,
+    ) -> Result<Storage> {
+        wrap(random::random(&self.stream, op, self.input(keys)?, keys_layout, n, dtype)?)
     }
 }

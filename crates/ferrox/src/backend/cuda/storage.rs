@@ -23,6 +23,12 @@ impl CudaStorage {
         Ok(CudaStorage { buffer, dtype, len })
     }
 
+    /// The same bytes read as `dtype` (whose size must divide the byte count).
+    pub(crate) fn reinterpret(self, dtype: Dtype) -> CudaStorage {
+        let bytes = self.len * self.dtype.size();
+        CudaStorage { buffer: self.buffer, dtype, len: bytes / dtype.size() }
+    }
+
     /// The stored dtype.
     pub fn dtype(&self) -> Dtype {
         self.dtype

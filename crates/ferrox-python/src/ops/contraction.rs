@@ -1,0 +1,141 @@
+//! Products and diagonals: `tensordot`, `inner`, `outer`, `kron`,
+//! `vecdot`, `addmm`, `diagonal`, `diag`, `trace`.
+
+use super::wrap;
+use crate::args;
+use crate::array::PyArray;
+use crate::convert::{operands, to_array};
+use crate::device::on_stream;
+use ferrox::ops::{self, TensordotAxes};
+use ferrox_python_macros::guarded;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// The sum of products over paired axes: `axes` is a count (the last
+/// `axes` of `a` with the first of `b`) or two sequences of axes.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, b, /, axes = None, *, stream = None))]
+fn tensordot(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    axes: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let (a, b) = (to_array(a, None)?, to_array(b, None)?);
+    let spec = match axes {
+        None => TensordotAxes::Count(2),
+        Some(x) => match x.extract::<i64>() {
+            Ok(n) => TensordotAxes::Count(n),
+            Err(_) => {
+                let pair = args::sequence_items("tensordot", "axes", x)?.unwrap_or_default();
+                if pair.len() != 2 {
+                    return Err(PyValueError::new_err("[tensordot] axes must be an int or a pair of axis lists."));
+                }
+                let ints = |o: &Bound<'_, PyAny>| -> PyResult<Vec<isize>> {
+                    Ok(args::ints("tensordot", "axes", o)?.into_iter().map(|v| v as isize).collect())
+                };
+                TensordotAxes::Pairs(ints(&pair[0])?, ints(&pair[1])?)
+            }
+        },
+    };
+    wrap(on_stream(stream, || ops::tensordot(&a, &b, &spec)))
+}
+
+macro_rules! pair_fns {
+    ($($name:ident: $doc:literal),* $(,)?) => {$(
+        #[doc = $doc]
+        #[guarded]
+        #[pyfunction]
+        #[pyo3(signature = (a, b, /, *, stream = None))]
+        fn $name(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+            let (a, b) = (to_array(a, None)?, to_array(b, None)?);
+            wrap(on_stream(stream, || ops::$name(&a, &b)))
+        }
+    )*};
+}
+
+pair_fns!(
+    inner: "The sum of products over the last axes of `a` and `b`.",
+    outer: "The outer product of the flattened `a` and `b`.",
+    kron: "The Kronecker product of `a` and `b`.",
+);
+
+/// `sum(conj(a) * b)` along `axis`.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, b, /, *, axis = -1, stream = None))]
+fn vecdot(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    axis: isize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let (a, b) = operands(a, b)?;
+    wrap(on_stream(stream, || ops::vecdot(&a, &b, axis)))
+}
+
+/// `beta * c + alpha * (a @ b)`.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (c, a, b, /, alpha = 1.0, beta = 1.0, *, stream = None))]
+fn addmm(
+    c: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    alpha: f64,
+    beta: f64,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let (c, a, b) = (to_array(c, None)?, to_array(a, None)?, to_array(b, None)?);
+    wrap(on_stream(stream, || ops::addmm(&c, &a, &b, alpha, beta)))
+}
+
+/// The diagonal of the 2-D slices spanned by `axis1` and `axis2` (the last
+/// axis of the result).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, offset = 0, axis1 = 0, axis2 = 1, stream = None))]
+fn diagonal(
+    a: &Bound<'_, PyAny>,
+    offset: i64,
+    axis1: isize,
+    axis2: isize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    wrap(on_stream(stream, || ops::diagonal(&a, offset, axis1, axis2)))
+}
+
+/// The `k`-th diagonal of a 2-D array, or a 2-D array with a 1-D one on
+/// its `k`-th diagonal.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, /, k = 0, *, stream = None))]
+fn diag(a: &Bound<'_, PyAny>, k: i64, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    wrap(on_stream(stream, || ops::diag(&a, k)))
+}
+
+/// The sum along a diagonal, in `dtype` (default: `a`'s).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, /, offset = 0, axis1 = 0, axis2 = 1, dtype = None, *, stream = None))]
+fn trace(
+    a: &Bound<'_, PyAny>,
+    offset: i64,
+    axis1: isize,
+    axis2: isize,
+    dtype: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    let dtype = args::dtype(dtype)?;
+    wrap(on_stream(stream, || ops::trace(&a, offset, axis1, axis2, dtype)))
+}
+
+/// Adds this family's functions to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::add_functions!(m, tensordot, inner, outer, kron, vecdot, addmm, diagonal, diag, trace);
+    Ok(())
+}
