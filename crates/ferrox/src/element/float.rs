@@ -395,9 +395,15 @@ mod tests {
 
     #[test]
     fn erfinv_inverts_erf() {
+        // Near ±1 erf is flat, so erf⁻¹ is ill-conditioned there: compare in
+        // y (a few ulps) everywhere, and in x where erf is steep enough.
         for &x in &[-3.5, -1.2, -0.3, 0.0, 1e-8, 0.5, 1.7, 4.0] {
             let y = libm::erf(x);
-            assert!((erfinv_f64(y) - x).abs() <= 1e-12 * x.abs().max(1.0), "{x}");
+            let back = erfinv_f64(y);
+            assert!((libm::erf(back) - y).abs() <= 4.0 * f64::EPSILON, "{x}");
+            if x.abs() < 2.0 {
+                assert!((back - x).abs() <= 1e-12 * x.abs().max(1.0), "{x}");
+            }
         }
         assert_eq!(erfinv_f64(1.0), f64::INFINITY);
         assert!(erfinv_f64(1.5).is_nan());
