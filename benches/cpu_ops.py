@@ -61,6 +61,10 @@ def main():
     sq = rng.standard_normal((4096, 4096)).astype(np.float32)
     gen, key = np.random.default_rng(1), fx.random.key(1)
 
+    idx = rng.integers(0, n, size=2**20)
+    idx_small = rng.integers(0, 2**12, size=2**20)  # many repeats
+    acc = np.zeros(2**12, np.float32)
+    fidx, fidx_small, facc = fx.array(idx), fx.array(idx_small), fx.array(acc)
     f1, f2 = fx.array(v1), fx.array(v2)
     fa, fb, fsq = fx.array(ma), fx.array(mb), fx.array(sq)
     fx.eval(f1, f2, fa, fb, fsq)
@@ -86,6 +90,10 @@ def main():
          None, "ratio <= 1.5"),
         ("random.normal 2**24", lambda: gen.standard_normal(n, dtype=np.float32),
          fx_timed(lambda: fx.random.normal((n,), key=key)), None, "ratio <= 1.5"),
+        ("take 2**20 of 2**24 f32", lambda: np.take(v1, idx), fx_timed(lambda: fx.take(f1, fidx)),
+         None, "ratio <= 1.5"),
+        (".at[].add 2**20 repeats", lambda: np.add.at(acc, idx_small, v1[: len(idx_small)]),
+         fx_timed(lambda: facc.at[fidx_small].add(f1[: len(idx_small)])), None, "ratio <= 1.5"),
     ]
 
     header = (f"{'op':<22} {'numpy ms':>10} {'ferrox ms':>10} {'ratio':>7} "

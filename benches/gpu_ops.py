@@ -138,6 +138,26 @@ def main():
         "random.uniform f32 256M", N * 4, fx_run(lambda: fx.random.uniform(shape=(N,), key=key)),
         lambda: t_out.uniform_(generator=gen),
     )
+    # Gather and scatter: 64M random positions of a 256M vector, rows of a
+    # matrix, and accumulation with many repeats (`.at[].add`, index_add_).
+    M = N // 4
+    t_idx = torch.randint(0, N, (M,), device=dev)
+    fx_idx = fx.array(t_idx.cpu().numpy())
+    bandwidth_case("take f32 64M of 256M", M * (4 + 8 + 4), fx_run(lambda: fx.take(fx_f32, fx_idx)), lambda: t_f32[t_idx])
+    t_rows = torch.randint(0, SIDE, (SIDE // 2,), device=dev)
+    fx_rows = fx.array(t_rows.cpu().numpy())
+    bandwidth_case(
+        "take rows 8192 of 16384^2", side_bytes, fx_run(lambda: fx.take(fx_mat, fx_rows, axis=0)),
+        lambda: t_mat.index_select(0, t_rows),
+    )
+    t_small = torch.randint(0, 1 << 20, (M,), device=dev)
+    fx_small = fx.array(t_small.cpu().numpy())
+    fx_zeros, t_zeros = fx.zeros(1 << 20), torch.zeros(1 << 20, device=dev)
+    fx_vals, t_vals = fx_f32[:M], t_f32[:M]
+    bandwidth_case(
+        ".at[].add 64M into 1M", M * (4 + 8), fx_run(lambda: fx_zeros.at[fx_small].add(fx_vals)),
+        lambda: t_zeros.index_add(0, t_small, t_vals),
+    )
     del t_out
     del fx_f32, fx_g32, fx_bf16, fx_gbf16, t_f32, t_g32, t_bf16, t_gbf16, fx_mat, t_mat
     fx.clear_cache()

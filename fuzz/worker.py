@@ -116,7 +116,9 @@ def materialize(r, lib, np, depth=0):
         return ("ndarray", r.shape, str(r.dtype), r)
     if callable(r):
         return ("callable",)
-    return ("other", type(r).__name__, str(r).replace("mlx.core", "ferrox"))
+    text = str(r).replace("mlx.core", "ferrox")
+    # Objects without a value of their own (e.g. `a.at`) compare by type.
+    return ("other", type(r).__name__, re.sub(r" object at 0x[0-9a-f]+", " object", text))
 
 
 def _arrays_differ(np, dtype, a, b, loose=1.0):

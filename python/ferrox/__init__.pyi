@@ -10,6 +10,25 @@ from . import random as random
 
 _ArrayLike: TypeAlias = array | int | float | complex | bool
 
+class ArrayAt:
+    """`array.at`: indexed updates that return a new array, with repeated indices combining (MLX's `array.at[idx].add(v)` and friends)."""
+    def __getitem__(self, key: Any, /) -> Any: ...
+
+class ArrayAtIndex:
+    """`array.at[index]`: the update methods."""
+    def add(self, /, value: Any) -> Any:
+        """The array with `value` added at the index (repeats accumulate)."""
+    def divide(self, /, value: Any) -> Any:
+        """The array divided by `value` at the index (repeats accumulate)."""
+    def maximum(self, /, value: Any) -> Any:
+        """The array with the larger of it and `value` at the index."""
+    def minimum(self, /, value: Any) -> Any:
+        """The array with the smaller of it and `value` at the index."""
+    def multiply(self, /, value: Any) -> Any:
+        """The array multiplied by `value` at the index (repeats accumulate)."""
+    def subtract(self, /, value: Any) -> Any:
+        """The array with `value` subtracted at the index (repeats accumulate)."""
+
 class Device:
     """A device: a type and an index."""
     def __init__(self, type: Any, index: Any = ...) -> None: ...
@@ -134,6 +153,7 @@ class array:
     def __and__(self, value: Any, /) -> array: ...
     def __array__(self, /, dtype: Dtype | None = ..., copy: Any = ...) -> Any: ...
     def __bool__(self, /) -> bool: ...
+    def __delitem__(self, key: Any, /) -> Any: ...
     def __divmod__(self, value: Any, /) -> Any: ...
     def __eq__(self, value: Any, /) -> array: ...  # type: ignore[override]
     def __float__(self, /) -> float: ...
@@ -186,6 +206,7 @@ class array:
     def __rsub__(self, value: Any, /) -> array: ...
     def __rtruediv__(self, value: Any, /) -> array: ...
     def __rxor__(self, value: Any, /) -> array: ...
+    def __setitem__(self, key: Any, value: Any, /) -> Any: ...
     def __sub__(self, value: Any, /) -> array: ...
     def __truediv__(self, value: Any, /) -> array: ...
     def __xor__(self, value: Any, /) -> array: ...
@@ -201,6 +222,9 @@ class array:
         """Index of the smallest element along `axis`."""
     def astype(self, /, dtype: Dtype, stream: Stream | Device | None = ...) -> array:
         """A copy converted to `dtype`."""
+    @property
+    def at(self) -> Any:
+        """Indexed updates that return a new array: `a.at[idx].add(v)`, `subtract`, `multiply`, `divide`, `maximum`, `minimum`; unlike `a[idx] += v`, repeated indices all apply."""
     def conj(self, /, *, stream: Stream | Device | None = ...) -> array:
         """Elementwise complex conjugate (other dtypes unchanged)."""
     def cos(self, /, *, stream: Stream | Device | None = ...) -> array:
@@ -304,6 +328,8 @@ class array:
 
 def array_equal(a: _ArrayLike, b: _ArrayLike, *, equal_nan: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Whether two arrays have one shape and equal elements; a 0-d bool."""
+def as_strided(a: _ArrayLike, /, shape: int | Sequence[int] | None = ..., strides: Any = ..., offset: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """A view of `a`'s elements (in row-major order) with `shape`, `strides` (in elements; default row-major) and `offset`; views that reach outside the array raise ValueError."""
 def asarray(a: Any, dtype: Dtype | None = ..., *, copy: Any = ...) -> Any:
     """`a` as an array (MLX's `asarray`: `array(a, dtype)`; an array of the requested dtype is returned as is)."""
 def astype(a: _ArrayLike, /, dtype: Dtype, *, stream: Stream | Device | None = ...) -> array:
@@ -605,6 +631,8 @@ def power(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = .
     """Elementwise power (a negative integer exponent gives 0, as MLX)."""
 def prod(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Product over `axis` (all axes when None)."""
+def put_along_axis(a: _ArrayLike, /, indices: Any, values: Any, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a` with `values` (broadcast to the indices' shape) written at `indices` along `axis` (into the flattened array when `axis` is None)."""
 def radians(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Degrees to radians."""
 def real(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -646,6 +674,10 @@ def sin(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise sine."""
 def sinh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise hyperbolic sine."""
+def slice(a: _ArrayLike, start_indices: Any, axes: Any, slice_size: Any, *, stream: Stream | Device | None = ...) -> array:
+    """The window of extents `slice_size` (one per axis of `a`) that starts at `start_indices[k]` along `axes[k]` and at 0 along the other axes; the starts are an array, so they can be computed."""
+def slice_update(a: _ArrayLike, update: Any, start_indices: Any, axes: Any, *, stream: Stream | Device | None = ...) -> array:
+    """`a` with the window of `update`'s shape that starts at `start_indices[k]` along `axes[k]` (and at 0 elsewhere) replaced by `update`."""
 def softmax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, precise: Any = ..., stream: Stream | Device | None = ...) -> array:
     """`exp(a) / sum(exp(a))` over `axis` (all axes when None), computed without overflow; `precise` computes half floats in float32."""
 def split(a: _ArrayLike, /, indices_or_sections: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -672,6 +704,10 @@ def swapaxes(a: _ArrayLike, /, axis1: Any, axis2: Any, *, stream: Stream | Devic
     """Swaps two axes."""
 def synchronize(stream: Stream | Device | None = ...) -> Any:
     """Waits for all work on `stream` (default: every stream) to finish. CPU work completes during evaluation, so this returns at once there."""
+def take(a: _ArrayLike, /, indices: Any, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Elements of `a` at `indices` along `axis` (of the flattened array when `axis` is None); the indices' shape replaces the axis. Negative indices count from the end."""
+def take_along_axis(a: _ArrayLike, /, indices: Any, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Elements of `a` at `indices` along `axis`: `indices` has `a`'s rank and broadcasts with it on the other axes (the flattened array when `axis` is None)."""
 def tan(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise tangent."""
 def tanh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:

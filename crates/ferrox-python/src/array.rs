@@ -5,7 +5,7 @@ use crate::args;
 use crate::convert::{operands, to_array};
 use crate::dtype::PyDtype;
 use crate::errors::IntoPyResult;
-use ferrox::backend::Storage;
+use ferrox::backend::{ScatterOp, Storage};
 use ferrox::format::repr;
 use ferrox::ops::{self, Index};
 use ferrox::{Array, Dtype, Scalar};
@@ -112,10 +112,104 @@ fn index_entry(obj: &Bound<'_, PyAny>) -> PyResult<Index> {
     if let Ok(i) = obj.extract::<i64>() {
         return Ok(Index::Int(i));
     }
-    Err(PyTypeError::new_err(format!(
-        "[index] Only integers, slices, None and ... are valid indices (got {}); array indices are not supported yet.",
+    if crate::convert::is_array_like(obj) || obj.is_instance_of::<PyList>() {
+        return Ok(Index::Array(to_array(obj, None)?));
+    }
+    Err(PyValueError::new_err(format!(
+        "Cannot index an array with an object of type {}: integers, slices, None, ..., arrays and lists are valid indices.",
         obj.get_type().name()?
     )))
+}
+
+/// A boolean mask key (a bool, or a bool array or list), as MLX accepts in
+/// assignments.
+fn boolean_mask(key: &Bound<'_, PyAny>) -> PyResult<Option<Array>> {
+    if key.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok(Some(Array::scalar_of(Scalar::Bool(key.extract()?), Dtype::Bool)));
+    }
+    if crate::convert::is_array_like(key) || key.is_instance_of::<PyList>() {
+        let a = to_array(key, None)?;
+        return Ok((a.dtype() == Dtype::Bool).then_some(a));
+    }
+    Ok(None)
+}
+
+/// Parses a whole index expression (a tuple is several entries).
+fn index_entries(key: &Bound<'_, PyAny>) -> PyResult<Vec<Index>> {
+    if let Ok(t) = key.downcast::<PyTuple>() {
+        t.iter().map(|e| index_entry(&e)).collect()
+    } else {
+        Ok(vec![index_entry(key)?])
+    }
+}
+
+/// `array.at`: indexed updates that return a new array, with repeated
+/// indices combining (MLX's `array.at[idx].add(v)` and friends).
+#[pyclass(name = "ArrayAt", module = "ferrox")]
+pub struct PyArrayAt {
+    array: Array,
+}
+
+#[guarded]
+#[pymethods]
+impl PyArrayAt {
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArrayAtIndex> {
+        Ok(PyArrayAtIndex { array: self.array.clone(), indices: index_entries(key)? })
+    }
+}
+
+/// `array.at[index]`: the update methods.
+#[pyclass(name = "ArrayAtIndex", module = "ferrox")]
+pub struct PyArrayAtIndex {
+    array: Array,
+    indices: Vec<Index>,
+}
+
+impl PyArrayAtIndex {
+    fn update(
+        &self,
+        value: &Bound<'_, PyAny>,
+        op: ScatterOp,
+        prepare: fn(&Array) -> ferrox::Result<Array>,
+    ) -> PyResult<PyArray> {
+        let value = crate::convert::operand(value, self.array.dtype())?;
+        let value = prepare(&value).py()?;
+        Ok(PyArray::wrap(ops::index_update(&self.array, &self.indices, &value, op).py()?))
+    }
+}
+
+#[guarded]
+#[pymethods]
+impl PyArrayAtIndex {
+    /// The array with `value` added at the index (repeats accumulate).
+    fn add(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.update(value, ScatterOp::Sum, |v| Ok(v.clone()))
+    }
+
+    /// The array with `value` subtracted at the index (repeats accumulate).
+    fn subtract(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.update(value, ScatterOp::Sum, ops::negative)
+    }
+
+    /// The array multiplied by `value` at the index (repeats accumulate).
+    fn multiply(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.update(value, ScatterOp::Prod, |v| Ok(v.clone()))
+    }
+
+    /// The array divided by `value` at the index (repeats accumulate).
+    fn divide(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.update(value, ScatterOp::Prod, ops::reciprocal)
+    }
+
+    /// The array with the larger of it and `value` at the index.
+    fn maximum(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.update(value, ScatterOp::Max, |v| Ok(v.clone()))
+    }
+
+    /// The array with the smaller of it and `value` at the index.
+    fn minimum(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        self.update(value, ScatterOp::Min, |v| Ok(v.clone()))
+    }
 }
 
 /// A slice bound or step as Python allows it (any object with `__index__`),
@@ -353,12 +447,26 @@ impl PyArray {
     }
 
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        let entries = if let Ok(t) = key.downcast::<PyTuple>() {
-            t.iter().map(|e| index_entry(&e)).collect::<PyResult<Vec<_>>>()?
-        } else {
-            vec![index_entry(key)?]
+        Ok(PyArray::wrap(ops::index(&self.inner, &index_entries(key)?).py()?))
+    }
+
+    /// `a[key] = value`: the array now holds the update (other references
+    /// to the old value keep it, as in MLX).
+    fn __setitem__(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = crate::convert::operand(value, self.inner.dtype())?;
+        self.inner = match boolean_mask(key)? {
+            Some(mask) => ops::masked_scatter(&self.inner, &mask, &value).py()?,
+            None => ops::index_update(&self.inner, &index_entries(key)?, &value, ScatterOp::Assign).py()?,
         };
-        Ok(PyArray::wrap(ops::index(&self.inner, &entries).py()?))
+        Ok(())
+    }
+
+    /// Indexed updates that return a new array: `a.at[idx].add(v)`,
+    /// `subtract`, `multiply`, `divide`, `maximum`, `minimum`; unlike
+    /// `a[idx] += v`, repeated indices all apply.
+    #[getter]
+    fn at(&self) -> PyArrayAt {
+        PyArrayAt { array: self.inner.clone() }
     }
 
     fn __len__(&self) -> PyResult<usize> {

@@ -23,6 +23,8 @@ mod transforms;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
+    m.add_class::<array::PyArrayAt>()?;
+    m.add_class::<array::PyArrayAtIndex>()?;
     dtype::register(m)?;
     device::register(m)?;
     ops::register(m)?;

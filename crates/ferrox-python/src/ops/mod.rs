@@ -6,6 +6,7 @@
 mod contraction;
 mod creation;
 mod elementwise;
+mod indexing;
 mod linalg;
 mod math;
 mod memory;
@@ -30,6 +31,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     math::register(m)?;
     reduction::register(m)?;
     scan::register(m)?;
+    indexing::register(m)?;
     linalg::register(m)?;
     creation::register(m)?;
     contraction::register(m)?;

@@ -405,10 +405,33 @@ fn asarray(a: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, copy: Option<
     Ok(PyArray::wrap(to_array(a, dtype)?))
 }
 
+/// A view of `a`'s elements (in row-major order) with `shape`, `strides`
+/// (in elements; default row-major) and `offset`; views that reach outside
+/// the array raise ValueError.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, /, shape = None, strides = None, offset = 0, *, stream = None))]
+fn as_strided(
+    a: &Bound<'_, PyAny>,
+    shape: Option<&Bound<'_, PyAny>>,
+    strides: Option<&Bound<'_, PyAny>>,
+    offset: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    let shape = shape.map(|s| args::shape("as_strided", s)).transpose()?;
+    let strides: Option<Vec<isize>> = strides
+        .map(|s| args::ints("as_strided", "strides", s))
+        .transpose()?
+        .map(|v| v.into_iter().map(|x| x as isize).collect());
+    wrap(on_stream(stream, || ops::as_strided(&a, shape.as_deref(), strides.as_deref(), offset)))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::add_functions!(
         m,
+        as_strided,
         moveaxis,
         permute_dims,
         atleast_1d,

@@ -356,6 +356,40 @@ pub enum ArgReduceOp {
     ArgMin,
 }
 
+/// How [`Backend::scatter`] combines an update with the element it lands on.
+/// Updates landing on one element combine in an unspecified order (for
+/// `Assign`, one of them wins).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ScatterOp {
+    /// Replaces the element (MLX's `scatter`).
+    Assign,
+    /// Adds to it (`scatter_add`; bool is or).
+    Sum,
+    /// Multiplies it (`scatter_prod`; bool is and).
+    Prod,
+    /// Keeps the larger, NaN-propagating (`scatter_max`).
+    Max,
+    /// Keeps the smaller, NaN-propagating (`scatter_min`).
+    Min,
+}
+
+impl ScatterOp {
+    /// Every scatter op.
+    pub const ALL: [ScatterOp; 5] =
+        [ScatterOp::Assign, ScatterOp::Sum, ScatterOp::Prod, ScatterOp::Max, ScatterOp::Min];
+
+    /// The op's MLX name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScatterOp::Assign => "scatter",
+            ScatterOp::Sum => "scatter_add",
+            ScatterOp::Prod => "scatter_prod",
+            ScatterOp::Max => "scatter_max",
+            ScatterOp::Min => "scatter_min",
+        }
+    }
+}
+
 /// What the random kernels make of MLX's generator (threefry2x32 keys laid
 /// out as MLX's `RandomBits`, see `cpu/random.rs`): its raw bits, or one of
 /// the samplers fused with it so that a sample costs one pass over the
@@ -474,6 +508,38 @@ pub trait Backend: Send + Sync {
         update: &Storage,
         lu: &Layout,
         window: &Layout,
+    ) -> Result<Storage>;
+
+    /// MLX's `gather`: `indices` are integer arrays whose layouts share one
+    /// shape `I` (already broadcast), one per axis of `axes`; output element
+    /// `(i, j)` (row-major over `I ++ slice_sizes`) is the element of `x` at
+    /// position `j` of the slice of extents `slice_sizes` that starts at
+    /// `indices[k][i]` along `axes[k]` and at 0 along the other axes.
+    /// Negative indices count from the end. Out-of-range starts are an
+    /// error on the CPU; the GPU reads zeros for them.
+    fn gather(
+        &self,
+        x: &Storage,
+        lx: &Layout,
+        indices: &[(&Storage, &Layout)],
+        axes: &[usize],
+        slice_sizes: &[usize],
+    ) -> Result<Storage>;
+
+    /// MLX's `scatter`: a row-contiguous copy of `base` into which `updates`
+    /// (one dtype with `base`, shape `I ++ slice shape`, where the slice
+    /// shape has `base`'s rank) are combined by `op` at the slices
+    /// [`Backend::gather`] would read with the same `indices` and `axes`.
+    /// Out-of-range starts are an error on the CPU; the GPU drops them.
+    fn scatter(
+        &self,
+        op: ScatterOp,
+        base: &Storage,
+        lb: &Layout,
+        indices: &[(&Storage, &Layout)],
+        axes: &[usize],
+        updates: &Storage,
+        lu: &Layout,
     ) -> Result<Storage>;
 
     /// Joins inputs of one dtype along `axis`; `out_shape` is the result's shape.

@@ -6,6 +6,7 @@
 mod contraction;
 mod creation;
 mod elementwise;
+mod gather;
 mod indexing;
 mod linalg;
 mod math;
@@ -24,6 +25,7 @@ mod windows;
 pub use contraction::*;
 pub use creation::*;
 pub use elementwise::*;
+pub use gather::*;
 pub use indexing::*;
 pub use linalg::*;
 pub use math::*;

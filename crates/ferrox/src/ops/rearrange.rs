@@ -9,7 +9,7 @@ use super::shaping::{broadcast_to, concatenate, expand_dims, reshape, reshape_to
 use super::{axis, normalize_axes};
 use crate::array::Array;
 use crate::error::{fmt_shape, Error, Result};
-use crate::primitives::{Contiguous, Slice, SliceUpdate};
+use crate::primitives::{AsStrided, Contiguous, Slice, SliceUpdate};
 use crate::shape::{broadcast_shapes, normalize_axis, numel};
 
 /// `a[start:stop:step]` along `ax` (start and stop already clamped to the
@@ -424,4 +424,49 @@ pub fn meshgrid(arrays: &[Array], sparse: bool, indexing: &str) -> Result<Vec<Ar
 /// `allow_col_major`); a copy only where the layout is neither.
 pub fn contiguous(a: &Array, allow_col_major: bool) -> Result<Array> {
     Array::from_primitive(a.shape().to_vec(), a.dtype(), Contiguous { allow_col_major }, vec![a.clone()])
+}
+
+/// MLX's `as_strided`: a view of `a`'s elements (in row-major order) with
+/// `shape`, `strides` (in elements; default: row-major for `shape`) and
+/// `offset`. Unlike MLX, positions outside `a` are refused.
+///
+/// ```
+/// use ferrox::{ops, Array};
+/// let a = Array::from_slice(&[0i32, 1, 2, 3, 4], &[5])?;
+/// let windows = ops::as_strided(&a, Some(&[3, 3]), Some(&[1, 1]), 0)?;
+/// assert_eq!(windows.to_vec::<i32>()?, vec![0, 1, 2, 1, 2, 3, 2, 3, 4]);
+/// # Ok::<(), ferrox::Error>(())
+/// ```
+pub fn as_strided(a: &Array, shape: Option<&[usize]>, strides: Option<&[isize]>, offset: usize) -> Result<Array> {
+    let op = "as_strided";
+    let shape = shape.map_or_else(|| a.shape().to_vec(), |s| s.to_vec());
+    let strides = match strides {
+        Some(s) if s.len() != shape.len() => {
+            return Err(Error::invalid(
+                op,
+                format!("Got {} strides for a shape of {} dimensions.", s.len(), shape.len()),
+            ))
+        }
+        Some(s) => s.to_vec(),
+        None => crate::shape::contiguous_strides(&shape),
+    };
+    if crate::shape::numel(&shape) > 0 {
+        let (mut lo, mut hi) = (offset as i128, offset as i128);
+        for (&n, &s) in shape.iter().zip(&strides) {
+            let reach = (n as i128 - 1) * s as i128;
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        if lo < 0 || hi >= a.size() as i128 {
+            return Err(Error::invalid(
+                op,
+                format!("The view reaches elements {lo} to {hi}, outside the {} elements of the array.", a.size()),
+            ));
+        }
+    }
+    let p = AsStrided { shape: shape.clone(), strides, offset };
+    Array::from_primitive(shape, a.dtype(), p, vec![a.clone()])
 }

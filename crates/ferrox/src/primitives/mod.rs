@@ -8,6 +8,7 @@
 mod concatenate;
 mod creation;
 mod elementwise;
+mod gather;
 mod matmul;
 mod random;
 mod reduction;
@@ -17,11 +18,14 @@ mod views;
 pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use elementwise::{AsType, Binary, Select, Unary};
+pub use gather::{Gather, Scatter};
 pub use matmul::Matmul;
 pub use random::RandomBits;
 pub use reduction::{ArgReduce, Reduce};
 pub use scan::Scan;
-pub use views::{BroadcastTo, Contiguous, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View};
+pub use views::{
+    AsStrided, BroadcastTo, Contiguous, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View,
+};
 
 use crate::array::{Array, ArrayData};
 use crate::backend::{Backend, Storage};

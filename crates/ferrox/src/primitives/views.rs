@@ -324,3 +324,79 @@ impl Primitive for StopGradient {
         Ok((vec![ops::stop_gradient(&inputs[0])?], vec![axes[0]]))
     }
 }
+
+/// MLX's `as_strided`: a view of the input's elements in row-major order
+/// (copied first unless already laid out so) with any shape, strides (in
+/// elements, negative and zero allowed) and offset. The op checks that
+/// every element it reaches lies inside the input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsStrided {
+    /// The view's shape.
+    pub shape: Vec<usize>,
+    /// Step in elements along each axis.
+    pub strides: Vec<isize>,
+    /// First element, counted in the row-major order of the input.
+    pub offset: usize,
+}
+
+impl AsStrided {
+    /// The input position (row-major) of every element of the view, as a
+    /// flat int64 array (for the derivative).
+    fn positions(&self) -> Result<Array> {
+        let nd = self.shape.len();
+        let mut pos = Array::scalar_of(crate::element::Scalar::Int(self.offset as i64), crate::dtype::Dtype::I64);
+        for (d, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
+            let mut line = vec![1isize; nd];
+            line[d] = n as isize;
+            let r = ops::arange(0.0, n as f64 * s as f64, s as f64, crate::dtype::Dtype::I64)?;
+            let r = if s == 0 { ops::zeros(&[n], crate::dtype::Dtype::I64)? } else { r };
+            pos = ops::add(&pos, &ops::reshape(&r, &line)?)?;
+        }
+        let pos = ops::broadcast_to(&pos, &self.shape)?;
+        ops::reshape(&pos, &[-1])
+    }
+}
+
+impl Primitive for AsStrided {
+    fn name(&self) -> &'static str {
+        "AsStrided"
+    }
+    fn is_view(&self) -> bool {
+        true
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let x = &inputs[0];
+        let layout = |offset: usize| crate::shape::Layout {
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+            offset: offset + self.offset,
+        };
+        if x.layout.is_row_contiguous() {
+            return Ok(view(x, layout(x.layout.offset)));
+        }
+        let copy = backend.copy(&x.storage, &x.layout, x.storage.dtype())?;
+        Ok(vec![ArrayData { storage: std::sync::Arc::new(copy), layout: layout(0) }])
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        let x = &inputs[0];
+        let flat = ops::zeros(&[x.size()], cotangents[0].dtype())?;
+        let c = ops::reshape(&cotangents[0], &[-1, 1])?;
+        let dx = ops::scatter_add(&flat, &[self.positions()?], &c, &[0])?;
+        Ok(vec![ops::reshape(&dx, &isize_shape(x.shape()))?])
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let t = &tangents[0];
+        Ok(vec![Array::from_primitive(self.shape.clone(), t.dtype(), self.clone(), vec![t.clone()])?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        // Each member's view reaches its own block of the batched input.
+        let x = super::front(inputs, axes)?;
+        let (b, per) = (x.shape()[0], x.size() / x.shape()[0].max(1));
+        let p = AsStrided {
+            shape: std::iter::once(b).chain(self.shape.iter().copied()).collect(),
+            strides: std::iter::once(per as isize).chain(self.strides.iter().copied()).collect(),
+            offset: self.offset,
+        };
+        super::batched(Array::from_primitive(p.shape.clone(), x.dtype(), p, vec![x])?)
+    }
+}

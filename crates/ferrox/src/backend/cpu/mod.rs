@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod creation;
 pub mod elementwise;
+pub mod gather;
 pub mod math;
 pub mod matmul;
 pub mod random;
@@ -15,7 +16,7 @@ pub mod strided;
 
 pub use storage::{CpuBuffer, CpuElement, CpuStorage};
 
-use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, Storage, UnaryOp};
+use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -119,6 +120,32 @@ impl Backend for CpuBackend {
         inclusive: bool,
     ) -> Result<Storage> {
         wrap(scan::scan(op, host(x), layout, axis, reverse, inclusive)?)
+    }
+
+    fn gather(
+        &self,
+        x: &Storage,
+        lx: &Layout,
+        indices: &[(&Storage, &Layout)],
+        axes: &[usize],
+        slice_sizes: &[usize],
+    ) -> Result<Storage> {
+        let indices: Vec<_> = indices.iter().map(|&(s, l)| (host(s), l)).collect();
+        wrap(gather::gather(host(x), lx, &indices, axes, slice_sizes)?)
+    }
+
+    fn scatter(
+        &self,
+        op: ScatterOp,
+        base: &Storage,
+        lb: &Layout,
+        indices: &[(&Storage, &Layout)],
+        axes: &[usize],
+        updates: &Storage,
+        lu: &Layout,
+    ) -> Result<Storage> {
+        let indices: Vec<_> = indices.iter().map(|&(s, l)| (host(s), l)).collect();
+        wrap(gather::scatter(op, host(base), lb, &indices, axes, host(updates), lu)?)
     }
 
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {

@@ -57,11 +57,13 @@ pub enum Family {
     Scan,
     /// Random bits and the samplers fused with them (MLX's threefry generator).
     Random,
+    /// Gather and scatter through integer index arrays.
+    Gather,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -71,6 +73,7 @@ impl Family {
         Family::Matmul,
         Family::Scan,
         Family::Random,
+        Family::Gather,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -85,6 +88,7 @@ impl Family {
             Family::Matmul => "matmul",
             Family::Scan => "scan",
             Family::Random => "random",
+            Family::Gather => "gather",
         }
     }
 
@@ -99,6 +103,7 @@ impl Family {
             Family::Matmul => include_str!("kernels/matmul.cu"),
             Family::Scan => include_str!("kernels/scan.cu"),
             Family::Random => include_str!("kernels/random.cu"),
+            Family::Gather => include_str!("kernels/gather.cu"),
         }
     }
 }
@@ -218,6 +223,7 @@ impl Module {
                 .flat_map(|&op| scan_kernel_names(op))
                 .collect(),
             Module::Family(Family::Random, d) => super::random::kernel_names(d),
+            Module::Family(Family::Gather, _) => super::gather::KERNEL_NAMES.iter().map(|k| k.to_string()).collect(),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

@@ -12,6 +12,7 @@ pub mod compiler;
 mod creation;
 mod device;
 mod elementwise;
+mod gather;
 pub mod kernels;
 mod launch;
 mod matmul;
@@ -27,7 +28,7 @@ pub use matmul::set_allow_tf32;
 pub use storage::CudaStorage;
 
 use super::cpu::CpuStorage;
-use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, Storage, UnaryOp};
+use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -272,6 +273,33 @@ impl Backend for CudaBackend {
 
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
         wrap(matmul::matmul(&self.stream, self.input(a)?, la, self.input(b)?, lb)?)
+    }
+
+    fn gather(
+        &self,
+        x: &Storage,
+        lx: &Layout,
+        indices: &[(&Storage, &Layout)],
+        axes: &[usize],
+        slice_sizes: &[usize],
+    ) -> Result<Storage> {
+        let indices = indices.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
+        wrap(gather::gather(&self.stream, self.input(x)?, lx, &indices, axes, slice_sizes)?)
+    }
+
+    fn scatter(
+        &self,
+        op: ScatterOp,
+        base: &Storage,
+        lb: &Layout,
+        indices: &[(&Storage, &Layout)],
+        axes: &[usize],
+        updates: &Storage,
+        lu: &Layout,
+    ) -> Result<Storage> {
+        let indices = indices.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
+        let (base, updates) = (self.input(base)?, self.input(updates)?);
+        wrap(gather::scatter(&self.stream, op, base, lb, &indices, axes, updates, lu)?)
     }
 
     fn slice_update(
