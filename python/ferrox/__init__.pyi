@@ -353,6 +353,8 @@ def bitwise_xor(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | No
     """Elementwise bitwise xor of integers and bools."""
 def blackman(M: Any, *, stream: Stream | Device | None = ...) -> array:
     """The Blackman window of `M` points (float32)."""
+def block_masked_mm(a: _ArrayLike, b: _ArrayLike, /, block_size: Any = ..., mask_out: Any = ..., mask_lhs: Any = ..., mask_rhs: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`a @ b` with `block_size` square blocks of `a` (`mask_lhs`), `b` (`mask_rhs`) and the result (`mask_out`) kept, zeroed (bool masks) or scaled (float masks)."""
 bool_: Dtype
 def broadcast_arrays(*arrays: Sequence[_ArrayLike], stream: Stream | Device | None = ...) -> Any:
     """The arrays broadcast against each other (a list)."""
@@ -417,6 +419,8 @@ def default_stream(device: Device) -> Any:
     """The default stream of a device."""
 def degrees(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Radians to degrees."""
+def depends(inputs: Any, dependencies: Any) -> Any:
+    """`inputs` (an array or a sequence of them), returned so that evaluating them first evaluates `dependencies`."""
 def device_count(device_type: Any) -> Any:
     """The number of devices of a type on this machine."""
 def device_info(d: Any = ...) -> Any:
@@ -487,6 +491,8 @@ def full(shape: int | Sequence[int], vals: Any, dtype: Dtype | None = ..., *, st
     """An array of `shape` filled with `vals` (broadcast). As in MLX, a Python scalar is weakly typed against `dtype` (an int takes it, a float only when it is a float dtype), NumPy data and lists are converted to it, and an array given as `vals` keeps its own dtype."""
 def full_like(a: _ArrayLike, vals: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """An array of `a`'s shape filled with `vals`, in `dtype` (default: `a`'s)."""
+def gather_mm(a: _ArrayLike, b: _ArrayLike, /, lhs_indices: Any = ..., rhs_indices: Any = ..., *, sorted_indices: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """`a[lhs_indices] @ b[rhs_indices]`: the indices count over the flattened batch axes of `a` and `b` (every member when None) and broadcast together; `sorted_indices` is accepted for MLX compatibility."""
 generic: DtypeCategory
 def get_active_memory() -> Any:
     """Bytes held by live array buffers."""
@@ -657,6 +663,8 @@ def round(a: _ArrayLike, /, decimals: Any = ..., stream: Stream | Device | None 
     """Rounds to `decimals` decimal places, halves to even."""
 def rsqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise 1 / sqrt(x)."""
+def segmented_mm(a: _ArrayLike, b: _ArrayLike, /, segments: Any, *, stream: Stream | Device | None = ...) -> array:
+    """For `a` `[M, K]`, `b` `[K, N]` and `segments` `[..., 2]` of `[start, end)` ranges over K: one product per segment, `[..., M, N]`."""
 def set_cache_limit(limit: Any) -> Any:
     """Limits the bytes kept for reuse; returns the previous limit."""
 def set_default_device(device: Device) -> Any:

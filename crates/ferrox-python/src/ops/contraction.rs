@@ -1,5 +1,6 @@
 //! Products and diagonals: `tensordot`, `inner`, `outer`, `kron`,
-//! `vecdot`, `addmm`, `diagonal`, `diag`, `trace`.
+//! `vecdot`, `addmm`, `gather_mm`, `segmented_mm`, `block_masked_mm`,
+//! `diagonal`, `diag`, `trace`.
 
 use super::wrap;
 use crate::args;
@@ -134,8 +135,81 @@ fn trace(
     wrap(on_stream(stream, || ops::trace(&a, offset, axis1, axis2, dtype)))
 }
 
+/// `a[lhs_indices] @ b[rhs_indices]`: the indices count over the flattened
+/// batch axes of `a` and `b` (every member when None) and broadcast
+/// together; `sorted_indices` is accepted for MLX compatibility.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, b, /, lhs_indices = None, rhs_indices = None, *, sorted_indices = false, stream = None))]
+fn gather_mm(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    lhs_indices: Option<&Bound<'_, PyAny>>,
+    rhs_indices: Option<&Bound<'_, PyAny>>,
+    sorted_indices: bool,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let _ = sorted_indices;
+    let (a, b) = operands(a, b)?;
+    let li = lhs_indices.filter(|x| !x.is_none()).map(|x| to_array(x, None)).transpose()?;
+    let ri = rhs_indices.filter(|x| !x.is_none()).map(|x| to_array(x, None)).transpose()?;
+    wrap(on_stream(stream, || ops::gather_mm(&a, &b, li.as_ref(), ri.as_ref())))
+}
+
+/// For `a` `[M, K]`, `b` `[K, N]` and `segments` `[..., 2]` of
+/// `[start, end)` ranges over K: one product per segment, `[..., M, N]`.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, b, /, segments, *, stream = None))]
+fn segmented_mm(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    segments: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let (a, b) = operands(a, b)?;
+    let segments = to_array(segments, None)?;
+    wrap(on_stream(stream, || ops::segmented_mm(&a, &b, &segments)))
+}
+
+/// `a @ b` with `block_size` square blocks of `a` (`mask_lhs`), `b`
+/// (`mask_rhs`) and the result (`mask_out`) kept, zeroed (bool masks) or
+/// scaled (float masks).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, b, /, block_size = 64, mask_out = None, mask_lhs = None, mask_rhs = None, *, stream = None))]
+#[allow(clippy::too_many_arguments)]
+fn block_masked_mm(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    block_size: usize,
+    mask_out: Option<&Bound<'_, PyAny>>,
+    mask_lhs: Option<&Bound<'_, PyAny>>,
+    mask_rhs: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    let (a, b) = operands(a, b)?;
+    let mask = |m: Option<&Bound<'_, PyAny>>| m.filter(|x| !x.is_none()).map(|x| to_array(x, None)).transpose();
+    let (mo, ml, mr) = (mask(mask_out)?, mask(mask_lhs)?, mask(mask_rhs)?);
+    wrap(on_stream(stream, || ops::block_masked_mm(&a, &b, block_size, mo.as_ref(), ml.as_ref(), mr.as_ref())))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    crate::add_functions!(m, tensordot, inner, outer, kron, vecdot, addmm, diagonal, diag, trace);
+    crate::add_functions!(
+        m,
+        tensordot,
+        inner,
+        outer,
+        kron,
+        vecdot,
+        addmm,
+        gather_mm,
+        segmented_mm,
+        block_masked_mm,
+        diagonal,
+        diag,
+        trace
+    );
     Ok(())
 }

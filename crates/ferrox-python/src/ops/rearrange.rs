@@ -427,11 +427,35 @@ fn as_strided(
     wrap(on_stream(stream, || ops::as_strided(&a, shape.as_deref(), strides.as_deref(), offset)))
 }
 
+/// `inputs` (an array or a sequence of them), returned so that evaluating
+/// them first evaluates `dependencies`.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (inputs, dependencies))]
+fn depends(py: Python<'_>, inputs: &Bound<'_, PyAny>, dependencies: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    let list = |obj: &Bound<'_, PyAny>| -> PyResult<(Vec<Array>, bool)> {
+        if obj.downcast::<PyArray>().is_ok() {
+            Ok((vec![to_array(obj, None)?], true))
+        } else {
+            Ok((args::array_list("depends", obj)?, false))
+        }
+    };
+    let (ins, single) = list(inputs)?;
+    let (deps, _) = list(dependencies)?;
+    let outs = ops::depends(&ins, &deps).py()?;
+    if single {
+        return Ok(PyArray::wrap(outs.into_iter().next().expect("one output")).into_pyobject(py)?.into_any().unbind());
+    }
+    let items: Vec<PyArray> = outs.into_iter().map(PyArray::wrap).collect();
+    Ok(PyList::new(py, items)?.into_any().unbind())
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::add_functions!(
         m,
         as_strided,
+        depends,
         moveaxis,
         permute_dims,
         atleast_1d,

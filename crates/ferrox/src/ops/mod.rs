@@ -18,6 +18,7 @@ mod rearrange;
 mod reduction;
 mod scan;
 mod shaping;
+mod structured_matmul;
 mod tables;
 mod triangular;
 mod windows;
@@ -33,6 +34,7 @@ pub use rearrange::*;
 pub use reduction::*;
 pub use scan::*;
 pub use shaping::*;
+pub use structured_matmul::*;
 pub use triangular::*;
 pub use windows::*;
 

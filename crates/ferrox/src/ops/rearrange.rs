@@ -9,7 +9,7 @@ use super::shaping::{broadcast_to, concatenate, expand_dims, reshape, reshape_to
 use super::{axis, normalize_axes};
 use crate::array::Array;
 use crate::error::{fmt_shape, Error, Result};
-use crate::primitives::{AsStrided, Contiguous, Slice, SliceUpdate};
+use crate::primitives::{AsStrided, Contiguous, Depends, OutputSpec, Slice, SliceUpdate};
 use crate::shape::{broadcast_shapes, normalize_axis, numel};
 
 /// `a[start:stop:step]` along `ax` (start and stop already clamped to the
@@ -469,4 +469,16 @@ pub fn as_strided(a: &Array, shape: Option<&[usize]>, strides: Option<&[isize]>,
     }
     let p = AsStrided { shape: shape.clone(), strides, offset };
     Array::from_primitive(shape, a.dtype(), p, vec![a.clone()])
+}
+
+/// MLX's `depends`: arrays equal to `inputs` whose evaluation first
+/// evaluates `dependencies` (an edge in the graph, e.g. to order side
+/// effects).
+pub fn depends(inputs: &[Array], dependencies: &[Array]) -> Result<Vec<Array>> {
+    if inputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let outputs = inputs.iter().map(|x| OutputSpec { shape: x.shape().to_vec(), dtype: x.dtype() }).collect();
+    let all = inputs.iter().chain(dependencies).cloned().collect();
+    Array::siblings_from_primitive(outputs, Depends { count: inputs.len() }, all)
 }

@@ -24,7 +24,7 @@ pub use random::RandomBits;
 pub use reduction::{ArgReduce, Reduce};
 pub use scan::Scan;
 pub use views::{
-    AsStrided, BroadcastTo, Contiguous, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View,
+    AsStrided, BroadcastTo, Contiguous, Depends, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View,
 };
 
 use crate::array::{Array, ArrayData};

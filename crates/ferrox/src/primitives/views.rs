@@ -400,3 +400,36 @@ impl Primitive for AsStrided {
         super::batched(Array::from_primitive(p.shape.clone(), x.dtype(), p, vec![x])?)
     }
 }
+
+/// MLX's `Depends`: its outputs are views of the first `count` inputs, and
+/// evaluating them first evaluates the remaining inputs (the dependencies).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Depends {
+    /// How many leading inputs are passed through.
+    pub count: usize,
+}
+
+impl Primitive for Depends {
+    fn name(&self) -> &'static str {
+        "Depends"
+    }
+    fn is_view(&self) -> bool {
+        true
+    }
+    fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        Ok(inputs[..self.count].iter().flat_map(|x| view(x, x.layout.clone())).collect())
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        argnums
+            .iter()
+            .map(|&i| if i < self.count { Ok(cotangents[i].clone()) } else { ops::zeros_like(&inputs[i]) })
+            .collect()
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(tangents[..self.count].to_vec())
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let outs = ops::depends(&inputs[..self.count], &inputs[self.count..])?;
+        Ok((outs, axes[..self.count].to_vec()))
+    }
+}
