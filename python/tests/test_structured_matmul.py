@@ -113,3 +113,51 @@ if HAVE_MLX:
         want = np.array(mx.block_masked_mm(mx.array(x), mx.array(y), 32, mx.array(mo), mx.array(ml)))
         got = np.array(fx.block_masked_mm(fx.array(x), fx.array(y), 32, fx.array(mo), fx.array(ml)))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------
+# hadamard_transform
+# --------------------------------------------------------------------------
+
+
+def sylvester(n):
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 64])
+def test_hadamard_powers_of_two(n, rng):
+    x = rng.standard_normal((3, n)).astype(np.float32)
+    got = fx.hadamard_transform(fx.array(x))
+    np.testing.assert_allclose(np.array(got), x @ sylvester(n).T / np.sqrt(n), rtol=1e-5, atol=1e-5)
+    got = fx.hadamard_transform(fx.array(x), scale=2.0)
+    np.testing.assert_allclose(np.array(got), 2.0 * x @ sylvester(n).T, rtol=1e-5, atol=1e-4)
+
+
+def test_hadamard_dtypes_and_errors():
+    assert fx.hadamard_transform(fx.array([1, 2, 3, 4])).dtype == fx.float32
+    np.testing.assert_allclose(np.array(fx.hadamard_transform(fx.array([1, 2, 3, 4]))), [5, -1, -2, 0])
+    assert fx.hadamard_transform(fx.ones(4, dtype=fx.float16)).dtype == fx.float16
+    with pytest.raises(ValueError, match="m\\*2\\^k"):
+        fx.hadamard_transform(fx.ones(6))
+
+
+def test_hadamard_gradient_is_its_transpose(rng):
+    x = rng.standard_normal((2, 24))
+    w = rng.standard_normal((2, 24))
+    f = lambda v: (fx.hadamard_transform(v) * fx.array(w, dtype=fx.float64)).sum()  # noqa: E731
+    g = np.array(fx.grad(f)(fx.array(x, dtype=fx.float64)))
+    eye = np.eye(24)
+    h = np.array(fx.hadamard_transform(fx.array(eye, dtype=fx.float64)))  # row i: H e_i, so h = H^T
+    np.testing.assert_allclose(g, w @ h.T, rtol=1e-10, atol=1e-12)
+
+
+if HAVE_MLX:
+
+    @pytest.mark.parametrize("n", [4, 12, 40, 56, 96])
+    def test_hadamard_matches_mlx(n, rng):
+        x = rng.standard_normal((3, n)).astype(np.float32)
+        want = np.array(mx.hadamard_transform(mx.array(x)))
+        np.testing.assert_allclose(np.array(fx.hadamard_transform(fx.array(x))), want, rtol=1e-5, atol=1e-5)

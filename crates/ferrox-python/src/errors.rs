@@ -31,7 +31,10 @@ pub fn to_py(err: Error) -> PyErr {
         }
     }
     match err {
-        Error::IndexOutOfRange { .. } | Error::IndexArgument { .. } | Error::TooManyIndices { .. } => {
+        Error::AxisOutOfRange { .. }
+        | Error::IndexOutOfRange { .. }
+        | Error::IndexArgument { .. }
+        | Error::TooManyIndices { .. } => {
             PyIndexError::new_err(msg)
         }
         Error::InvalidType { .. } => PyTypeError::new_err(msg),

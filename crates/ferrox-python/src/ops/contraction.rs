@@ -1,5 +1,6 @@
 //! Products and diagonals: `tensordot`, `inner`, `outer`, `kron`,
 //! `vecdot`, `addmm`, `gather_mm`, `segmented_mm`, `block_masked_mm`,
+//! `hadamard_transform`,
 //! `diagonal`, `diag`, `trace`.
 
 use super::wrap;
@@ -192,6 +193,16 @@ fn block_masked_mm(
     let mask = |m: Option<&Bound<'_, PyAny>>| m.filter(|x| !x.is_none()).map(|x| to_array(x, None)).transpose();
     let (mo, ml, mr) = (mask(mask_out)?, mask(mask_lhs)?, mask(mask_rhs)?);
     wrap(on_stream(stream, || ops::block_masked_mm(&a, &b, block_size, mo.as_ref(), ml.as_ref(), mr.as_ref())))
+}
+
+/// The Walsh–Hadamard transform along the last axis (length `m * 2^k`,
+/// `m` in 1, 12, 20, 28) times `scale` (default `1/sqrt(n)`).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, scale = None, stream = None))]
+fn hadamard_transform(a: &Bound<'_, PyAny>, scale: Option<f64>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    wrap(on_stream(stream, || ops::hadamard_transform(&a, scale)))
 }
 
 /// Adds this family's functions to the module.
