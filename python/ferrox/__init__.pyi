@@ -122,6 +122,10 @@ def argmax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: b
     """Index of the maximum along `axis` (of the flattened array when None); uint32."""
 def argmin(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Index of the minimum along `axis` (of the flattened array when None); uint32."""
+def argpartition(a: _ArrayLike, /, kth: int, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns the uint32 indices that partition the array along `axis` (the flattened array when None; the last axis by default): the index at position `kth` is that of the element sorted there, the indices before it are of elements less or equal to it and those after it of elements greater or equal. The order within the partitions is unspecified."""
+def argsort(a: _ArrayLike, /, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns the indices that sort the array along `axis` (the flattened array when None; the last axis by default), as uint32. The sort is stable: equal elements keep their relative order. NaN values are placed at the end."""
 
 class array:
     """An N-dimensional array, evaluated lazily."""
@@ -566,6 +570,8 @@ def maximum(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None =
     """Elementwise maximum (NaN propagates)."""
 def mean(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Mean over `axis` (all axes when None); integers average in float32."""
+def median(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Computes the median over the given axes (all axes when None): the middle sorted value, or the mean of the two middle ones. Integers and bool give float32; a NaN among the values gives NaN. `keepdims` keeps the reduced axes as singleton dimensions."""
 def meshgrid(*arrays: Sequence[_ArrayLike], sparse: Any = ..., indexing: Any = ..., stream: Stream | Device | None = ...) -> Any:
     """Coordinate grids from 1-D arrays (a tuple)."""
 def min(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -597,6 +603,8 @@ def outer(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = .
     """The outer product of the flattened `a` and `b`."""
 def pad(a: _ArrayLike, pad_width: Any, mode: Any = ..., constant_values: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` padded with `pad_width` elements per axis, filled as `mode` says."""
+def partition(a: _ArrayLike, /, kth: int, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns a partitioned copy of the array along `axis` (the flattened array when None; the last axis by default) such that the element at index `kth` is in its sorted position, the elements before it are less or equal to it and the elements after it greater or equal. The order within the partitions is unspecified (ferrox returns them sorted)."""
 def permute_dims(a: _ArrayLike, /, axes: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` with its axes permuted (reversed when `axes` is None)."""
 def positive(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -629,6 +637,8 @@ def round(a: _ArrayLike, /, decimals: Any = ..., stream: Stream | Device | None 
     """Rounds to `decimals` decimal places, halves to even."""
 def rsqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise 1 / sqrt(x)."""
+def searchsorted(sorted_sequence: _ArrayLike, values: _ArrayLike, /, side: str = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Finds the indices that keep the 1-D ascending `sorted_sequence` sorted when inserting `values` (any shape): with `side='left'` the number of elements strictly less than each value, with `side='right'` the number less than or equal to it. Returns uint32 with the shape of `values`."""
 def set_cache_limit(limit: Any) -> Any:
     """Limits the bytes kept for reuse; returns the previous limit."""
 def set_default_device(device: Device) -> Any:
@@ -648,6 +658,8 @@ def sinh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise hyperbolic sine."""
 def softmax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, precise: Any = ..., stream: Stream | Device | None = ...) -> array:
     """`exp(a) / sum(exp(a))` over `axis` (all axes when None), computed without overflow; `precise` computes half floats in float32."""
+def sort(a: _ArrayLike, /, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns a sorted copy of the array along `axis` (the flattened array when None; the last axis by default). The sort is stable: equal elements keep their relative order. NaN values are placed at the end; complex numbers sort by real part, then imaginary part."""
 def split(a: _ArrayLike, /, indices_or_sections: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` cut into equal parts (an int) or at indices (a sequence) along `axis`."""
 def sqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -680,6 +692,8 @@ def tensordot(a: _ArrayLike, b: _ArrayLike, /, axes: Any = ..., *, stream: Strea
     """The sum of products over paired axes: `axes` is a count (the last `axes` of `a` with the first of `b`) or two sequences of axes."""
 def tile(a: _ArrayLike, reps: Any, /, *, stream: Stream | Device | None = ...) -> array:
     """`a` repeated `reps` times along each axis."""
+def topk(a: _ArrayLike, /, k: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns the `k` largest elements of the array along `axis` (the flattened array when None; the last axis by default). The elements are not necessarily in sorted order; NaN counts as the largest value."""
 def trace(a: _ArrayLike, /, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """The sum along a diagonal, in `dtype` (default: `a`'s)."""
 def transfer_count() -> Any:

@@ -13,6 +13,7 @@ mod rearrange;
 mod reduction;
 mod scan;
 mod shaping;
+mod sort;
 
 use crate::array::PyArray;
 use crate::errors::IntoPyResult;
@@ -35,6 +36,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     contraction::register(m)?;
     rearrange::register(m)?;
     shaping::register(m)?;
+    sort::register(m)?;
     memory::register(m)?;
     Ok(())
 }

@@ -17,6 +17,9 @@ mod rearrange;
 mod reduction;
 mod scan;
 mod shaping;
+mod sort;
+// Stand-ins for the gather/scatter ops the lead adds on main; delete at merge.
+mod sort_shim_remove_me;
 mod tables;
 mod triangular;
 mod windows;
@@ -31,6 +34,8 @@ pub use rearrange::*;
 pub use reduction::*;
 pub use scan::*;
 pub use shaping::*;
+pub use sort::*;
+pub use sort_shim_remove_me::*;
 pub use triangular::*;
 pub use windows::*;
 

@@ -12,6 +12,7 @@ mod matmul;
 mod random;
 mod reduction;
 mod scan;
+mod sort;
 mod views;
 
 pub use concatenate::Concatenate;
@@ -21,6 +22,7 @@ pub use matmul::Matmul;
 pub use random::RandomBits;
 pub use reduction::{ArgReduce, Reduce};
 pub use scan::Scan;
+pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
 pub use views::{BroadcastTo, Contiguous, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View};
 
 use crate::array::{Array, ArrayData};

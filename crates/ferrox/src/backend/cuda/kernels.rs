@@ -57,11 +57,13 @@ pub enum Family {
     Scan,
     /// Random bits and the samplers fused with them (MLX's threefry generator).
     Random,
+    /// Sorting rows (sort, argsort, partitions) and searchsorted.
+    Sort,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -71,6 +73,7 @@ impl Family {
         Family::Matmul,
         Family::Scan,
         Family::Random,
+        Family::Sort,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -85,6 +88,7 @@ impl Family {
             Family::Matmul => "matmul",
             Family::Scan => "scan",
             Family::Random => "random",
+            Family::Sort => "sort",
         }
     }
 
@@ -99,6 +103,7 @@ impl Family {
             Family::Matmul => include_str!("kernels/matmul.cu"),
             Family::Scan => include_str!("kernels/scan.cu"),
             Family::Random => include_str!("kernels/random.cu"),
+            Family::Sort => include_str!("kernels/sort.cu"),
         }
     }
 }
@@ -218,6 +223,7 @@ impl Module {
                 .flat_map(|&op| scan_kernel_names(op))
                 .collect(),
             Module::Family(Family::Random, d) => super::random::kernel_names(d),
+            Module::Family(Family::Sort, _) => super::sort::KERNELS.iter().map(|k| k.to_string()).collect(),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),
