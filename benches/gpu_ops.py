@@ -127,6 +127,18 @@ def main():
     bandwidth_case(
         "argmax axis -1 16384^2", side_bytes, fx_run(lambda: fx.argmax(fx_mat, axis=-1)), lambda: t_mat.argmax(1)
     )
+    # Sorts (stable, as MLX's; torch.sort with stable=True): 1M float32 and
+    # the rows of 1024 x 4096; bandwidth counts the bytes read and written.
+    sort_1m, sort_rows = fx_f32[: 1 << 20], fx_mat[:1024, :4096]
+    t_sort_1m, t_sort_rows = t_f32[: 1 << 20], t_mat[:1024, :4096].contiguous()
+    fx_sort_rows = fx.contiguous(sort_rows)
+    fx.eval(sort_1m, fx_sort_rows)
+    for name, fx_in, t_in in (("1M", sort_1m, t_sort_1m), ("1024x4096", fx_sort_rows, t_sort_rows)):
+        nbytes = 2 * fx_in.size * 4
+        bandwidth_case(f"sort f32 {name}", nbytes, fx_run(lambda: fx.sort(fx_in)),
+                       lambda: torch.sort(t_in, dim=-1, stable=True))
+        bandwidth_case(f"argsort f32 {name}", nbytes, fx_run(lambda: fx.argsort(fx_in)),
+                       lambda: torch.argsort(t_in, dim=-1, stable=True))
     key = fx.random.key(0)
     gen = torch.Generator(device=dev)
     t_out = torch.empty(N, dtype=torch.float32, device=dev)

@@ -38,7 +38,7 @@ ARRAY_LIKE = "_ArrayLike"  # a private alias the stub defines: whatever ops take
 # Types by parameter name, for parameters without an annotation; a default of
 # None adds "| None". OPERAND_TYPES apply to ops only (issubdtype's `a` is a dtype).
 OPERAND_TYPES = {
-    **dict.fromkeys(["a", "b", "x", "y", "condition"], ARRAY_LIKE),
+    **dict.fromkeys(["a", "b", "x", "y", "condition", "sorted_sequence", "values"], ARRAY_LIKE),
     "arrays": f"Sequence[{ARRAY_LIKE}]",
 }
 PARAM_TYPES = {
@@ -49,6 +49,8 @@ PARAM_TYPES = {
     "keepdims": "bool",
     "device": "Device",
     "fun": "Callable[..., Any]",
+    "kth": "int",
+    "side": "str",
 }
 # Types of properties, by name.
 PROPERTY_TYPES = {

@@ -34,9 +34,7 @@ pub fn to_py(err: Error) -> PyErr {
         Error::AxisOutOfRange { .. }
         | Error::IndexOutOfRange { .. }
         | Error::IndexArgument { .. }
-        | Error::TooManyIndices { .. } => {
-            PyIndexError::new_err(msg)
-        }
+        | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         _ => PyValueError::new_err(msg),

@@ -200,7 +200,11 @@ fn block_masked_mm(
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, scale = None, stream = None))]
-fn hadamard_transform(a: &Bound<'_, PyAny>, scale: Option<f64>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+fn hadamard_transform(
+    a: &Bound<'_, PyAny>,
+    scale: Option<f64>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
     let a = to_array(a, None)?;
     wrap(on_stream(stream, || ops::hadamard_transform(&a, scale)))
 }

@@ -14,6 +14,7 @@ mod rearrange;
 mod reduction;
 mod scan;
 mod shaping;
+mod sort;
 
 use crate::array::PyArray;
 use crate::errors::IntoPyResult;
@@ -37,6 +38,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     contraction::register(m)?;
     rearrange::register(m)?;
     shaping::register(m)?;
+    sort::register(m)?;
     memory::register(m)?;
     Ok(())
 }

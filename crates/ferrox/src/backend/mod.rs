@@ -494,6 +494,29 @@ pub trait Backend: Send + Sync {
         inclusive: bool,
     ) -> Result<Storage>;
 
+    /// Sorts every line of `x` along `axis` in ascending order, stably
+    /// (equal elements keep their order): NaNs last (a complex64 number is
+    /// NaN when either part is), complex64 lexicographically (real part,
+    /// then imaginary), false before true, -0.0 equal to 0.0 (MLX's
+    /// order). Same shape as `x`; the sorted values in `x`'s dtype, or with
+    /// `arg` the uint32 positions along the axis that sort each line.
+    fn sort(&self, x: &Storage, layout: &Layout, axis: usize, arg: bool) -> Result<Storage>;
+
+    /// For each element of `values` (any shape and layout), the number of
+    /// elements of the 1-D `sorted` (ascending in the order of
+    /// [`Backend::sort`], at most `u32::MAX` elements) that come before it in
+    /// that order (`right`: that do not come after it): its insertion point
+    /// on the left or right side. Both share a dtype; uint32 output with
+    /// the shape of `values`.
+    fn search_sorted(
+        &self,
+        sorted: &Storage,
+        ls: &Layout,
+        values: &Storage,
+        lv: &Layout,
+        right: bool,
+    ) -> Result<Storage>;
+
     /// Batched matrix product: `a` is `[..., M, K]`, `b` is `[..., K, N]`,
     /// both already broadcast to the output's batch shape; one dtype.
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage>;

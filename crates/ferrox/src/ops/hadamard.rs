@@ -56,7 +56,8 @@ fn matrix(m: usize, dtype: Dtype) -> Result<Array> {
         20 => H20,
         _ => H28,
     };
-    let values: Vec<f64> = text.chars().filter(|c| !c.is_whitespace()).map(|c| if c == '+' { 1.0 } else { -1.0 }).collect();
+    let values: Vec<f64> =
+        text.chars().filter(|c| !c.is_whitespace()).map(|c| if c == '+' { 1.0 } else { -1.0 }).collect();
     astype(&Array::from_slice(&values, &[m, m])?, dtype)
 }
 

@@ -13,6 +13,7 @@ mod matmul;
 mod random;
 mod reduction;
 mod scan;
+mod sort;
 mod views;
 
 pub use concatenate::Concatenate;
@@ -23,6 +24,7 @@ pub use matmul::Matmul;
 pub use random::RandomBits;
 pub use reduction::{ArgReduce, Reduce};
 pub use scan::Scan;
+pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
 pub use views::{
     AsStrided, BroadcastTo, Contiguous, Depends, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View,
 };

@@ -11,6 +11,7 @@ pub mod matmul;
 pub mod random;
 pub mod reduce;
 pub mod scan;
+pub mod sort;
 pub mod storage;
 pub mod strided;
 
@@ -146,6 +147,21 @@ impl Backend for CpuBackend {
     ) -> Result<Storage> {
         let indices: Vec<_> = indices.iter().map(|&(s, l)| (host(s), l)).collect();
         wrap(gather::scatter(op, host(base), lb, &indices, axes, host(updates), lu)?)
+    }
+
+    fn sort(&self, x: &Storage, layout: &Layout, axis: usize, arg: bool) -> Result<Storage> {
+        wrap(sort::sort(host(x), layout, axis, arg)?)
+    }
+
+    fn search_sorted(
+        &self,
+        sorted: &Storage,
+        ls: &Layout,
+        values: &Storage,
+        lv: &Layout,
+        right: bool,
+    ) -> Result<Storage> {
+        wrap(sort::search_sorted(host(sorted), ls, host(values), lv, right)?)
     }
 
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {

@@ -59,11 +59,13 @@ pub enum Family {
     Random,
     /// Gather and scatter through integer index arrays.
     Gather,
+    /// Sorting rows (sort, argsort, partitions) and searchsorted.
+    Sort,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -74,6 +76,7 @@ impl Family {
         Family::Scan,
         Family::Random,
         Family::Gather,
+        Family::Sort,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -89,6 +92,7 @@ impl Family {
             Family::Scan => "scan",
             Family::Random => "random",
             Family::Gather => "gather",
+            Family::Sort => "sort",
         }
     }
 
@@ -104,6 +108,7 @@ impl Family {
             Family::Scan => include_str!("kernels/scan.cu"),
             Family::Random => include_str!("kernels/random.cu"),
             Family::Gather => include_str!("kernels/gather.cu"),
+            Family::Sort => include_str!("kernels/sort.cu"),
         }
     }
 }
@@ -224,6 +229,7 @@ impl Module {
                 .collect(),
             Module::Family(Family::Random, d) => super::random::kernel_names(d),
             Module::Family(Family::Gather, _) => super::gather::KERNEL_NAMES.iter().map(|k| k.to_string()).collect(),
+            Module::Family(Family::Sort, _) => super::sort::KERNELS.iter().map(|k| k.to_string()).collect(),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

@@ -20,6 +20,7 @@ mod random;
 mod reduce;
 mod scan;
 mod scatter;
+mod sort;
 mod storage;
 mod stream;
 
@@ -269,6 +270,21 @@ impl Backend for CudaBackend {
         inclusive: bool,
     ) -> Result<Storage> {
         wrap(scan::scan(&self.stream, op, self.input(x)?, layout, axis, reverse, inclusive)?)
+    }
+
+    fn sort(&self, x: &Storage, layout: &Layout, axis: usize, arg: bool) -> Result<Storage> {
+        wrap(sort::sort(&self.stream, self.input(x)?, layout, axis, arg)?)
+    }
+
+    fn search_sorted(
+        &self,
+        sorted: &Storage,
+        ls: &Layout,
+        values: &Storage,
+        lv: &Layout,
+        right: bool,
+    ) -> Result<Storage> {
+        wrap(sort::search_sorted(&self.stream, self.input(sorted)?, ls, self.input(values)?, lv, right)?)
     }
 
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
