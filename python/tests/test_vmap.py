@@ -150,9 +150,9 @@ def test_vmap_errors():
     x = data(2, 3)
     with pytest.raises(ValueError, match="scalar"):
         fx.vmap(lambda v: v)(fx.array(1.0))
-    with pytest.raises(ValueError, match="out of bounds"):
+    with pytest.raises(IndexError, match="out of bounds"):
         fx.vmap(lambda v: v, in_axes=2)(x)
-    with pytest.raises(ValueError, match="out of bounds"):
+    with pytest.raises(IndexError, match="out of bounds"):
         fx.vmap(lambda v: v, out_axes=3)(x)
     with pytest.raises(ValueError, match="non-None"):
         fx.vmap(lambda v: v, in_axes=None)(x)
