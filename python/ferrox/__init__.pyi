@@ -141,6 +141,10 @@ def argmax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: b
     """Index of the maximum along `axis` (of the flattened array when None); uint32."""
 def argmin(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Index of the minimum along `axis` (of the flattened array when None); uint32."""
+def argpartition(a: _ArrayLike, /, kth: int, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns the uint32 indices that partition the array along `axis` (the flattened array when None; the last axis by default): the index at position `kth` is that of the element sorted there, the indices before it are of elements less or equal to it and those after it of elements greater or equal. The order within the partitions is unspecified."""
+def argsort(a: _ArrayLike, /, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns the indices that sort the array along `axis` (the flattened array when None; the last axis by default), as uint32. The sort is stable: equal elements keep their relative order. NaN values are placed at the end."""
 
 class array:
     """An N-dimensional array, evaluated lazily."""
@@ -435,6 +439,10 @@ def divide(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = 
     """Elementwise true division; integer inputs give float32."""
 def divmod(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> Any:
     """`[floor_divide(a, b), remainder(a, b)]` (a list, as MLX returns)."""
+def einsum(subscripts: Any, *operands: Any, stream: Stream | Device | None = ...) -> array:
+    """Einstein summation: `subscripts` such as `"ij,jk->ik"` name the axes of each operand (and of the result); letters missing from the result are summed over."""
+def einsum_path(subscripts: Any, *operands: Any) -> Any:
+    """The contraction order `einsum` follows, as a list of tuples of operand positions, and a report of its scaling and FLOP counts."""
 def equal(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a == b` (bool result)."""
 def erf(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -507,6 +515,8 @@ def greater(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None =
     """Elementwise `a > b` (bool result)."""
 def greater_equal(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a >= b` (bool result)."""
+def hadamard_transform(a: _ArrayLike, scale: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """The Walsh–Hadamard transform along the last axis (length `m * 2^k`, `m` in 1, 12, 20, 28) times `scale` (default `1/sqrt(n)`)."""
 def hamming(M: Any, *, stream: Stream | Device | None = ...) -> array:
     """The Hamming window of `M` points (float32)."""
 def hanning(M: Any, *, stream: Stream | Device | None = ...) -> array:
@@ -598,6 +608,8 @@ def maximum(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None =
     """Elementwise maximum (NaN propagates)."""
 def mean(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Mean over `axis` (all axes when None); integers average in float32."""
+def median(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Computes the median over the given axes (all axes when None): the middle sorted value, or the mean of the two middle ones. Integers and bool give float32; a NaN among the values gives NaN. `keepdims` keeps the reduced axes as singleton dimensions."""
 def meshgrid(*arrays: Sequence[_ArrayLike], sparse: Any = ..., indexing: Any = ..., stream: Stream | Device | None = ...) -> Any:
     """Coordinate grids from 1-D arrays (a tuple)."""
 def min(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -629,6 +641,8 @@ def outer(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = .
     """The outer product of the flattened `a` and `b`."""
 def pad(a: _ArrayLike, pad_width: Any, mode: Any = ..., constant_values: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` padded with `pad_width` elements per axis, filled as `mode` says."""
+def partition(a: _ArrayLike, /, kth: int, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns a partitioned copy of the array along `axis` (the flattened array when None; the last axis by default) such that the element at index `kth` is in its sorted position, the elements before it are less or equal to it and the elements after it greater or equal. The order within the partitions is unspecified (ferrox returns them sorted)."""
 def permute_dims(a: _ArrayLike, /, axes: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` with its axes permuted (reversed when `axes` is None)."""
 def positive(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -637,7 +651,7 @@ def power(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = .
     """Elementwise power (a negative integer exponent gives 0, as MLX)."""
 def prod(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | None = ...) -> array:
     """Product over `axis` (all axes when None)."""
-def put_along_axis(a: _ArrayLike, /, indices: Any, values: Any, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
+def put_along_axis(a: _ArrayLike, /, indices: Any, values: _ArrayLike, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` with `values` (broadcast to the indices' shape) written at `indices` along `axis` (into the flattened array when `axis` is None)."""
 def radians(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Degrees to radians."""
@@ -663,6 +677,8 @@ def round(a: _ArrayLike, /, decimals: Any = ..., stream: Stream | Device | None 
     """Rounds to `decimals` decimal places, halves to even."""
 def rsqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise 1 / sqrt(x)."""
+def searchsorted(sorted_sequence: _ArrayLike, values: _ArrayLike, /, side: str = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Finds the indices that keep the 1-D ascending `sorted_sequence` sorted when inserting `values` (any shape): with `side='left'` the number of elements strictly less than each value, with `side='right'` the number less than or equal to it. Returns uint32 with the shape of `values`."""
 def segmented_mm(a: _ArrayLike, b: _ArrayLike, /, segments: Any, *, stream: Stream | Device | None = ...) -> array:
     """For `a` `[M, K]`, `b` `[K, N]` and `segments` `[..., 2]` of `[start, end)` ranges over K: one product per segment, `[..., M, N]`."""
 def set_cache_limit(limit: Any) -> Any:
@@ -688,6 +704,8 @@ def slice_update(a: _ArrayLike, update: Any, start_indices: Any, axes: Any, *, s
     """`a` with the window of `update`'s shape that starts at `start_indices[k]` along `axes[k]` (and at 0 elsewhere) replaced by `update`."""
 def softmax(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., *, precise: Any = ..., stream: Stream | Device | None = ...) -> array:
     """`exp(a) / sum(exp(a))` over `axis` (all axes when None), computed without overflow; `precise` computes half floats in float32."""
+def sort(a: _ArrayLike, /, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns a sorted copy of the array along `axis` (the flattened array when None; the last axis by default). The sort is stable: equal elements keep their relative order. NaN values are placed at the end; complex numbers sort by real part, then imaginary part."""
 def split(a: _ArrayLike, /, indices_or_sections: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` cut into equal parts (an int) or at indices (a sequence) along `axis`."""
 def sqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -724,6 +742,8 @@ def tensordot(a: _ArrayLike, b: _ArrayLike, /, axes: Any = ..., *, stream: Strea
     """The sum of products over paired axes: `axes` is a count (the last `axes` of `a` with the first of `b`) or two sequences of axes."""
 def tile(a: _ArrayLike, reps: Any, /, *, stream: Stream | Device | None = ...) -> array:
     """`a` repeated `reps` times along each axis."""
+def topk(a: _ArrayLike, /, k: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Returns the `k` largest elements of the array along `axis` (the flattened array when None; the last axis by default). The elements are not necessarily in sorted order; NaN counts as the largest value."""
 def trace(a: _ArrayLike, /, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """The sum along a diagonal, in `dtype` (default: `a`'s)."""
 def transfer_count() -> Any:

@@ -3,8 +3,10 @@
 """ferrox.random: random number generation with MLX's key-based generator."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 from ferrox import Device, Dtype, Stream, array
+
+_ArrayLike: TypeAlias = array | int | float | complex | bool
 
 def bernoulli(p: Any = ..., shape: int | Sequence[int] | None = ..., key: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Booleans that are true with probability `p` (default 0.5), which broadcasts to `shape` (default: `p`'s shape)."""
@@ -22,6 +24,8 @@ def multivariate_normal(mean: Any, cov: Any, shape: int | Sequence[int] | None =
     """Jointly normal samples with mean `mean` (`(..., n)`) and covariance `cov` (`(..., n, n)`, positive semi-definite); float32 only."""
 def normal(shape: int | Sequence[int] | None = ..., dtype: Dtype | None = ..., loc: Any = ..., scale: Any = ..., key: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Normally distributed values with mean `loc` and standard deviation `scale` (standard when None; complex64 parts have variance 1/2)."""
+def permutation(x: _ArrayLike, axis: int | Sequence[int] = ..., key: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """A random permutation of `arange(x)` (uint32) when `x` is an int, else `x` with its entries along `axis` in a random order."""
 def randint(low: Any, high: Any, shape: int | Sequence[int] | None = ..., dtype: Dtype | None = ..., key: Any = ..., stream: Stream | Device | None = ...) -> array:
     """Random integers drawn uniformly from `[low, high)`, which broadcast to `shape`."""
 def seed(seed: Any) -> Any:

@@ -340,6 +340,43 @@ def test_exact_compositions_match_mlx():
 
 
 @needs_mlx
+def test_permutation_matches_mlx():
+    # argsort of bits: the same permutation as MLX's for the same key.
+    mx = _mx()
+    for seed in (0, 5, 2**33 + 1):
+        k, mk = fx.random.key(seed), mx.random.key(seed)
+        for n in (0, 1, 7, 1000, 5000):
+            got, want = fx.random.permutation(n, key=k), mx.random.permutation(n, key=mk)
+            assert got.dtype == fx.uint32 and np.array_equal(np.array(got), np.array(want))
+        x = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+        for axis in (0, 1, -1):
+            got = fx.random.permutation(fx.array(x), axis=axis, key=k)
+            want = mx.random.permutation(mx.array(x), axis=axis, key=mk)
+            assert got.dtype == fx.float32 and np.array_equal(np.array(got), np.array(want))
+    fx.random.seed(3)
+    mx.random.seed(3)
+    assert np.array_equal(np.array(fx.random.permutation(50)), np.array(mx.random.permutation(50)))
+
+
+def test_permutation_is_a_permutation():
+    p = np.array(fx.random.permutation(10_000, key=fx.random.key(1)))
+    assert sorted(p.tolist()) == list(range(10_000))
+    x = fx.arange(12).reshape(3, 4)
+    y = fx.random.permutation(x, axis=1, key=fx.random.key(2))
+    assert sorted(np.array(y)[0].tolist()) == [0, 1, 2, 3]
+    d = np.array(y) - np.array(y)[:, :1]
+    assert np.array_equal(d, np.broadcast_to(d[:1], d.shape))  # the same order in every row
+    with pytest.raises(IndexError):
+        fx.random.permutation(x, axis=2)
+    with pytest.raises(IndexError):
+        fx.random.permutation(fx.array(3))
+    with pytest.raises(ValueError):
+        fx.random.permutation(-1)
+    with pytest.raises(TypeError):
+        fx.random.permutation(3.5)
+
+
+@needs_mlx
 def test_float_compositions_follow_mlx():
     # gumbel, laplace and truncated_normal go through log, log1p, erf and
     # erfinv, whose last bits may differ from MLX's: compare closely.

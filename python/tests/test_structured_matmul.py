@@ -142,6 +142,14 @@ def test_hadamard_dtypes_and_errors():
     assert fx.hadamard_transform(fx.ones(4, dtype=fx.float16)).dtype == fx.float16
     with pytest.raises(ValueError, match="m\\*2\\^k"):
         fx.hadamard_transform(fx.ones(6))
+    with pytest.raises(ValueError, match="empty"):
+        fx.hadamard_transform(fx.ones((3, 0)))
+    # Length 1 (or 0-d): the input itself, or scaled with promotion (MLX).
+    same = fx.hadamard_transform(fx.array(3, dtype=fx.int32))
+    assert same.dtype == fx.int32 and same.item() == 3
+    assert fx.hadamard_transform(fx.array([1 + 2j])).dtype == fx.complex64
+    scaled = fx.hadamard_transform(fx.array([[3]], dtype=fx.int16), scale=2.0)
+    assert scaled.dtype == fx.float32 and scaled.shape == (1, 1) and scaled.item() == 6.0
 
 
 def test_hadamard_gradient_is_its_transpose(rng):

@@ -3,7 +3,7 @@
 //! Every sampler takes `key=` (default: the next key of the global
 //! sequence, drawn after the arguments are read, as MLX draws it) and
 //! `stream=`. `bits` is MLX's C++ `random::bits`, which `mlx.core.random`
-//! does not expose. `permutation` is absent until ferrox has a sort.
+//! does not expose.
 
 use crate::array::PyArray;
 use crate::convert::{py_scalar, to_array};
@@ -129,6 +129,33 @@ fn bits(
     let shape = shape_arg(shape)?;
     let key = key_arg(key)?;
     wrap(on_stream(stream, || random::bits(&shape, width, Some(&key))))
+}
+
+/// A random permutation of `arange(x)` (uint32) when `x` is an int, else
+/// `x` with its entries along `axis` in a random order.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (x, axis = 0, key = None, stream = None))]
+fn permutation(
+    x: &Bound<'_, PyAny>,
+    axis: isize,
+    key: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
+    if x.downcast::<PyArray>().is_ok() {
+        let x = to_array(x, None)?;
+        let key = key_arg(key)?;
+        return wrap(on_stream(stream, || random::permute(&x, axis, Some(&key))));
+    }
+    if x.is_instance_of::<PyFloat>() || x.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err("[permutation] x must be an int or an array."));
+    }
+    let n: i64 = x.extract().map_err(|_| PyTypeError::new_err("[permutation] x must be an int or an array."))?;
+    if n < 0 {
+        return Err(PyValueError::new_err("[permutation] Negative dimensions not allowed."));
+    }
+    let key = key_arg(key)?;
+    wrap(on_stream(stream, || random::permutation(n as usize, Some(&key))))
 }
 
 /// Uniformly distributed values in `[low, high)` (default `[0, 1)`), which
@@ -327,7 +354,8 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         truncated_normal,
         gumbel,
         categorical,
-        laplace
+        laplace,
+        permutation
     );
     parent.add("random", &m)?;
     py.import("sys")?.getattr("modules")?.set_item("ferrox.random", &m)?;

@@ -1,6 +1,6 @@
 //! Products and diagonals: `tensordot`, `inner`, `outer`, `kron`,
 //! `vecdot`, `addmm`, `gather_mm`, `segmented_mm`, `block_masked_mm`,
-//! `hadamard_transform`,
+//! `hadamard_transform`, `einsum`, `einsum_path`,
 //! `diagonal`, `diag`, `trace`.
 
 use super::wrap;
@@ -8,10 +8,12 @@ use crate::args;
 use crate::array::PyArray;
 use crate::convert::{operands, to_array};
 use crate::device::on_stream;
+use crate::errors::IntoPyResult;
 use ferrox::ops::{self, TensordotAxes};
 use ferrox_python_macros::guarded;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
 
 /// The sum of products over paired axes: `axes` is a count (the last
 /// `axes` of `a` with the first of `b`) or two sequences of axes.
@@ -209,6 +211,33 @@ fn hadamard_transform(
     wrap(on_stream(stream, || ops::hadamard_transform(&a, scale)))
 }
 
+/// Einstein summation: `subscripts` such as `"ij,jk->ik"` name the axes of
+/// each operand (and of the result); letters missing from the result are
+/// summed over.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (subscripts, *operands, stream = None))]
+fn einsum(subscripts: &str, operands: &Bound<'_, PyTuple>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    let operands = operands.iter().map(|a| to_array(&a, None)).collect::<PyResult<Vec<_>>>()?;
+    wrap(on_stream(stream, || ops::einsum(subscripts, &operands)))
+}
+
+/// The contraction order `einsum` follows, as a list of tuples of operand
+/// positions, and a report of its scaling and FLOP counts.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (subscripts, *operands))]
+fn einsum_path<'py>(
+    py: Python<'py>,
+    subscripts: &str,
+    operands: &Bound<'py, PyTuple>,
+) -> PyResult<(Bound<'py, PyList>, String)> {
+    let operands = operands.iter().map(|a| to_array(&a, None)).collect::<PyResult<Vec<_>>>()?;
+    let path = ops::einsum_path(subscripts, &operands).py()?;
+    let steps = path.steps.iter().map(|s| PyTuple::new(py, s)).collect::<PyResult<Vec<_>>>()?;
+    Ok((PyList::new(py, steps)?, path.report))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::add_functions!(
@@ -222,6 +251,9 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         gather_mm,
         segmented_mm,
         block_masked_mm,
+        hadamard_transform,
+        einsum,
+        einsum_path,
         diagonal,
         diag,
         trace

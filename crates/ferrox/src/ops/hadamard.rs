@@ -39,7 +39,7 @@ fn decompose(n: usize) -> Result<(usize, usize)> {
     let m = if n.is_power_of_two() {
         1
     } else {
-        [12, 20, 28].into_iter().find(|&m| n % m == 0 && (n / m).is_power_of_two()).ok_or_else(|| {
+        [12, 20, 28].into_iter().find(|&m| n.is_multiple_of(m) && (n / m).is_power_of_two()).ok_or_else(|| {
             Error::invalid("hadamard_transform", "Only supports n = m*2^k where m in (1, 12, 20, 28).")
         })?
     };
@@ -74,13 +74,18 @@ fn matrix(m: usize, dtype: Dtype) -> Result<Array> {
 /// # Ok::<(), ferrox::Error>(())
 /// ```
 pub fn hadamard_transform(a: &Array, scale: Option<f64>) -> Result<Array> {
+    if a.size() == 0 {
+        return Err(Error::invalid("hadamard_transform", "Does not support empty arrays."));
+    }
     let dtype = if a.dtype().is_inexact() && !a.dtype().is_complex() { a.dtype() } else { Dtype::F32 };
-    let x = astype(a, dtype)?;
     let n = a.shape().last().copied().unwrap_or(1);
     let scale = scale.unwrap_or(1.0 / (n as f64).sqrt());
-    if x.size() == 0 {
-        return Ok(x);
+    if n == 1 {
+        // Nothing to transform: the input itself, or scaled (promoting as
+        // a product with a `dtype` scalar does), as MLX.
+        return if scale == 1.0 { Ok(a.clone()) } else { multiply(a, &Array::scalar_of(Scalar::Float(scale), dtype)) };
     }
+    let x = astype(a, dtype)?;
     let (p, m) = decompose(n)?;
     let lead = &x.shape()[..x.ndim().saturating_sub(1)];
     // [..., m, 2, 2, ..., 2]: one butterfly stage per axis of 2.

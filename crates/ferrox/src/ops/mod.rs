@@ -5,6 +5,7 @@
 
 mod contraction;
 mod creation;
+mod einsum;
 mod elementwise;
 mod gather;
 mod hadamard;
@@ -27,6 +28,7 @@ mod windows;
 
 pub use contraction::*;
 pub use creation::*;
+pub use einsum::*;
 pub use elementwise::*;
 pub use gather::*;
 pub use hadamard::*;

@@ -19,8 +19,8 @@
 //! ```
 
 use super::{
-    abs, add, argmax, astype, divide, erf, erfinv, expand_dims, floor, index, less, log, log1p, matmul, maximum,
-    minimum, multiply, negative, sign, squeeze, subtract, Index,
+    abs, add, argmax, argsort, astype, axis, divide, erf, erfinv, expand_dims, floor, index, less, log, log1p, matmul,
+    maximum, minimum, multiply, negative, sign, squeeze, subtract, take, Index,
 };
 use crate::array::Array;
 use crate::backend::cpu::random::key_words;
@@ -189,9 +189,9 @@ fn standard_uniform(shape: &[usize], dtype: Dtype, key: &Array) -> Result<Array>
 }
 
 /// Normally distributed values (MLX's `random.normal`): mean `loc` and
-/// standard deviation `scale` (both broadcast with `shape`; default 0 and
-/// 1) in a real float dtype; for complex64, real and imaginary parts each
-/// of variance 1/2, then `scale * z + loc`.
+/// standard deviation `scale` (both broadcast with `shape`; defaults 0
+/// and 1) in a real float dtype; for complex64, real and imaginary parts
+/// each of variance 1/2, then `scale * z + loc`.
 pub fn normal(
     shape: &[usize],
     dtype: Dtype,
@@ -512,4 +512,17 @@ fn symmetric_sqrt(m: &[f32], n: usize) -> Vec<f32> {
             (0..n).map(|k| v[at(r, k)] * roots[k] * v[at(c, k)]).sum::<f64>() as f32
         })
         .collect()
+}
+
+/// A random ordering of `0..n` as uint32: the argsort of `n` random words
+/// (MLX's `random.permutation` of an int).
+pub fn permutation(n: usize, key: Option<&Array>) -> Result<Array> {
+    argsort(&bits(&[n], 4, key)?, Some(-1))
+}
+
+/// `x` with its entries along `axis` in a random order (MLX's
+/// `random.permutation` of an array).
+pub fn permute(x: &Array, axis_: isize, key: Option<&Array>) -> Result<Array> {
+    let ax = axis("permutation", axis_, x.ndim())?;
+    take(x, &permutation(x.shape()[ax], key)?, Some(ax as isize))
 }
