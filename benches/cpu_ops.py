@@ -6,8 +6,9 @@ Targets (ferrox on CPU):
     (ratio = ferrox ms / numpy ms <= 1.25)
   * cumsum of 2**24 float32, argmax along the last axis of 4096^2 and
     random.normal of 2**24 float32 (issue 9): within 1.5x NumPy's time
-  * sort and argsort (stable, as MLX's) of 2**20 float32 and of the rows of
-    1024x4096 float32: within SORT_TARGET of NumPy's time
+  * sort of 2**24 float32 (issue 9): within 1.5x NumPy's time; the same
+    target for sort of 2**20 and of the rows of 1024x4096, and for argsort
+    (stable, as MLX's) against NumPy's stable argsort
 
 ferrox is lazy, so every timed ferrox call is "build the op + fx.eval(result)".
 Each case gets a few warmup runs and reports the median of N repeats.
@@ -47,8 +48,8 @@ def fx_timed(make):
 
 
 # NumPy sorts float32 with SIMD sorting networks where the processor has
-# them (AVX-512 / AVX2); ferrox uses comparison sorts on rayon threads.
-SORT_TARGET = "ratio <= 3.0"
+# them (AVX-512 / AVX2); ferrox radix-sorts keys (rows split over threads).
+SORT_TARGET = "ratio <= 1.5"
 
 
 def main():
@@ -105,6 +106,7 @@ def main():
          None, "ratio <= 1.5"),
         (".at[].add 2**20 repeats", lambda: np.add.at(acc, idx_small, v1[: len(idx_small)]),
          fx_timed(lambda: facc.at[fidx_small].add(f1[: len(idx_small)])), None, "ratio <= 1.5"),
+        ("sort 2**24 f32", lambda: np.sort(v1), fx_timed(lambda: fx.sort(f1)), None, SORT_TARGET),
         ("sort 2**20 f32", lambda: np.sort(s1), fx_timed(lambda: fx.sort(fs1)), None, SORT_TARGET),
         ("sort 1024x4096 axis -1", lambda: np.sort(rows, axis=-1), fx_timed(lambda: fx.sort(frows)),
          None, SORT_TARGET),

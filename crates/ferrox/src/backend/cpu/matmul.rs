@@ -5,6 +5,7 @@
 use super::buffer_dtype;
 use super::elementwise::{cast_buffer, copy_buffer};
 use super::storage::{zeroed_vec, CpuBuffer, CpuElement};
+use super::strided::SendPtr;
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::shape::{numel, Layout};
@@ -166,20 +167,6 @@ fn gemm_batched<T: CpuElement>(x: &[T], la: &Layout, y: &[T], lb: &Layout, g: &G
     }
     Ok(out)
 }
-
-/// A raw output pointer shared by tasks that write disjoint blocks.
-#[derive(Clone, Copy)]
-struct SendPtr<T>(*mut T);
-impl<T> SendPtr<T> {
-    /// The pointer (a method, so closures capture the whole wrapper).
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
-
-// SAFETY: each task writes a disjoint block of the output (see gemm_batched).
-unsafe impl<T> Send for SendPtr<T> {}
-unsafe impl<T> Sync for SendPtr<T> {}
 
 /// Exact products for integer and bool types: each output row accumulates
 /// scaled rows of `b` (b's rows are contiguous).

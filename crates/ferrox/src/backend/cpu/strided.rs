@@ -179,3 +179,19 @@ mod simd_dispatch {
         map2_body(a, b, o, f)
     }
 }
+
+/// A raw output pointer shared by tasks that write disjoint parts of one
+/// buffer (each user states why its parts are disjoint).
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr<T>(pub(crate) *mut T);
+
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole wrapper).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: the tasks sharing a SendPtr write disjoint elements (see users).
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
