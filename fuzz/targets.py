@@ -167,9 +167,19 @@ def _operator_call(g: Gen) -> Call:
         op = g.pick(UNARY_OPERATORS)
         a = g.receiver()
         return Call(f"abs({a.src})" if op == "abs" else f"{op}({a.src})", a.hostile, op)
-    if x < 0.8:
+    if x < 0.72:
         a, key = g.receiver(), g.index()
         return Call(f"({a.src})[{key.src}]", a.hostile or key.hostile, "getitem")
+    if x < 0.8:
+        # a[key] = v (the call line's statements, then the array) and
+        # a.at[key].<update>(v).
+        a, key = g.receiver(), g.index()
+        v = g.array_like() if g.chance(0.6) else g.python_scalar()
+        hostile = a.hostile or key.hostile or v.hostile
+        if g.chance(0.5):
+            return Call(f"t = {a.src} ;; t[{key.src}] = {v.src} ;; t", hostile, "setitem")
+        update = g.pick(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+        return Call(f"({a.src}).at[{key.src}].{update}({v.src})", hostile, "at." + update)
     op = g.pick(PROTOCOLS)
     a = g.receiver()
     if op == "iter_first":

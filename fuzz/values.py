@@ -242,19 +242,31 @@ class Gen:
         return Value(repr(self.pick([0, 1, 1 << 20, 1 << 30, 2**63, -1])))
 
     def index(self) -> Value:
-        """A `__getitem__` key: ints, slices, None, Ellipsis, tuples of them."""
+        """A `__getitem__` key: ints, slices, None, Ellipsis, integer and
+        boolean arrays, tuples of them."""
 
         def one():
             x = self.r.random()
-            if x < 0.35:
+            if x < 0.3:
                 return repr(self.pick([0, 1, -1, 2, -2]))
-            if x < 0.7:
+            if x < 0.6:
                 parts = [self.pick(["", "0", "1", "-1", "2", "-3", "10"]) for _ in range(2)]
                 step = self.pick(["", "", "2", "-1", "-2", "3"])
                 return ":".join(parts) + (":" + step if step else "")
-            if x < 0.8:
+            if x < 0.68:
                 return self.pick(["None", "..."])
+            if x < 0.8:
+                # Integer arrays (any shape, any integer dtype): in range for
+                # most receivers, but MLX does not check bounds (it may read
+                # or write out of bounds), so calls with them skip the oracle.
+                self.bad_index = True
+                return self.pick(["fx.array([0, -1, 1])", "fx.array([[0], [1]])", "fx.array([0, 0, 0])",
+                                  "fx.array([1, 0], dtype=fx.uint8)", "fx.array(0)", "fx.array([], dtype=fx.int32)",
+                                  "fx.array([-2, 1], dtype=fx.int64)", "fx.array([[1, 0, 1]])"])  # fmt: skip
             self.bad_index = True
+            if x < 0.85:  # out of range, float or boolean arrays
+                return self.pick(["fx.array([7, -9])", "fx.array([0.5])", "fx.array([True, False])",
+                                  "fx.array([2**31 - 1])", "fx.array([[0, 1], [2, 3]]) * 1000"])  # fmt: skip
             return self.pick(["2**63", "-(2**63)", "::2**63-1", "::-(2**63)", "2**100:", "0:3:2**70",
                               "::0", "1.5", "'a'", "True", "[0, 1]", "5", "-9"])  # fmt: skip
 

@@ -84,7 +84,11 @@ def test_getitem_accepts_numpy_and_int_arrays_of_any_width():
         np.testing.assert_array_equal(np.array(a[idx]), A3[idx])
 
 
-SET_KEYS = [k for k in KEYS if k[0] not in ("neg",)] + [
+# Keys that repeat a position ("neg", "2d") leave which value lands there
+# unspecified on the GPU, as in MLX; test_setitem_repeated_indices_take_one_value
+# covers them.
+SET_KEYS = [k for k in KEYS if k[0] not in ("neg", "2d")] + [
+    ("2d_distinct", np.array([[2, 0, 1]])),
     ("basic_int", 1),
     ("basic_slices", (slice(None), slice(1, 3))),
     ("basic_steps", (slice(None, None, -1), 2, slice(0, 5, 2))),
@@ -123,6 +127,42 @@ def test_setitem_keeps_other_references_and_casts():
     np.testing.assert_array_equal(np.array(a), [9, 2, 9])
     np.testing.assert_array_equal(np.array(b), [9, 2, 9])  # same Python object
     np.testing.assert_array_equal(np.array(old), [1, 2, 3])
+
+
+def test_whole_array_keys_follow_mlx():
+    # A bare `...` or `None` skips indexing in MLX: `a[...] = v` makes `a`
+    # the value broadcast to its shape (the value's dtype included), and
+    # `a.at[...].op(v)` is plain arithmetic, promoted as usual.
+    a = fx.array([1, 2], dtype=fx.int32)
+    a[...] = 2.5
+    assert a.dtype == fx.float32 and np.array(a).tolist() == [2.5, 2.5]
+    b = fx.array([[True, False]])
+    b[None] = fx.array([3, 4])
+    assert b.dtype == fx.int32 and b.shape == (1, 2) and np.array(b).tolist() == [[3, 4]]
+    c = fx.array([1, 2], dtype=fx.int32)
+    c[:] = 2.5  # a slice keeps the dtype
+    assert c.dtype == fx.int32 and np.array(c).tolist() == [2, 2]
+    x = fx.array([1, 2], dtype=fx.int32)
+    want = {"add": [3.5, 4.5], "subtract": [-1.5, -0.5], "multiply": [2.5, 5.0], "divide": [0.4, 0.8],
+            "maximum": [2.5, 2.5], "minimum": [1.0, 2.0]}  # fmt: skip
+    for op, values in want.items():
+        got = getattr(x.at[...], op)(2.5)
+        assert got.dtype == fx.float32
+        np.testing.assert_allclose(np.array(got), values, rtol=1e-6)
+    got = x.at[None].add(1)
+    assert got.dtype == fx.int32 and np.array(got).tolist() == [2, 3]
+    with pytest.raises(ValueError):
+        x[...] = fx.ones(3)
+    if HAVE_MLX:
+        import mlx.core as mx
+
+        for key in (Ellipsis, None):
+            for value in (2.5, -1, [7, 8], True):
+                m, f = mx.array([True, False]), fx.array([True, False])
+                m[key] = value if not isinstance(value, list) else mx.array(value)
+                f[key] = value if not isinstance(value, list) else fx.array(value)
+                assert str(m.dtype).split(".")[-1] == str(f.dtype).split(".")[-1], (key, value)
+                assert np.array(m).tolist() == np.array(f).tolist()
 
 
 def test_setitem_value_with_leading_unit_axes():

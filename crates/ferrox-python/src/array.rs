@@ -154,7 +154,25 @@ pub struct PyArrayAt {
 #[pymethods]
 impl PyArrayAt {
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArrayAtIndex> {
-        Ok(PyArrayAtIndex { array: self.array.clone(), indices: index_entries(key)? })
+        Ok(PyArrayAtIndex { array: self.array.clone(), indices: index_entries(key)?, whole: whole_array_key(key) })
+    }
+}
+
+/// Whether `key` is a bare `...` or `None`, for which MLX's assignments
+/// and `.at` updates skip indexing: `a[...] = v` makes `a` the value
+/// broadcast to `a`'s shape (its dtype included), and `a.at[...].add(v)`
+/// is `a + v`, promoted as arithmetic is.
+fn whole_array_key(key: &Bound<'_, PyAny>) -> bool {
+    key.is_none() || key.is(key.py().Ellipsis())
+}
+
+/// The value of a whole-array assignment or update, as MLX's `to_array(v,
+/// dtype)` makes it: an array keeps its dtype, anything else converts as
+/// an operand against `like`.
+fn whole_array_value(value: &Bound<'_, PyAny>, like: Dtype) -> PyResult<Array> {
+    match value.downcast::<PyArray>() {
+        Ok(a) => Ok(a.borrow().inner.clone()),
+        Err(_) => crate::convert::operand(value, like),
     }
 }
 
@@ -163,15 +181,25 @@ impl PyArrayAt {
 pub struct PyArrayAtIndex {
     array: Array,
     indices: Vec<Index>,
+    /// The key was a bare `...` or `None` ([`whole_array_key`]).
+    whole: bool,
 }
 
 impl PyArrayAtIndex {
+    /// The update: `op` of `prepare(value)` at the index, or for a whole-
+    /// array key `elementwise(array, value)`.
     fn update(
         &self,
         value: &Bound<'_, PyAny>,
         op: ScatterOp,
         prepare: fn(&Array) -> ferrox::Result<Array>,
+        elementwise: fn(&Array, &Array) -> ferrox::Result<Array>,
     ) -> PyResult<PyArray> {
+        if self.whole {
+            let value = whole_array_value(value, self.array.dtype())?;
+            let value = ops::broadcast_to(&value, self.array.shape()).py()?;
+            return Ok(PyArray::wrap(elementwise(&self.array, &value).py()?));
+        }
         let value = crate::convert::operand(value, self.array.dtype())?;
         let value = prepare(&value).py()?;
         Ok(PyArray::wrap(ops::index_update(&self.array, &self.indices, &value, op).py()?))
@@ -183,32 +211,32 @@ impl PyArrayAtIndex {
 impl PyArrayAtIndex {
     /// The array with `value` added at the index (repeats accumulate).
     fn add(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        self.update(value, ScatterOp::Sum, |v| Ok(v.clone()))
+        self.update(value, ScatterOp::Sum, |v| Ok(v.clone()), ops::add)
     }
 
     /// The array with `value` subtracted at the index (repeats accumulate).
     fn subtract(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        self.update(value, ScatterOp::Sum, ops::negative)
+        self.update(value, ScatterOp::Sum, ops::negative, ops::subtract)
     }
 
     /// The array multiplied by `value` at the index (repeats accumulate).
     fn multiply(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        self.update(value, ScatterOp::Prod, |v| Ok(v.clone()))
+        self.update(value, ScatterOp::Prod, |v| Ok(v.clone()), ops::multiply)
     }
 
     /// The array divided by `value` at the index (repeats accumulate).
     fn divide(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        self.update(value, ScatterOp::Prod, ops::reciprocal)
+        self.update(value, ScatterOp::Prod, ops::reciprocal, ops::divide)
     }
 
     /// The array with the larger of it and `value` at the index.
     fn maximum(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        self.update(value, ScatterOp::Max, |v| Ok(v.clone()))
+        self.update(value, ScatterOp::Max, |v| Ok(v.clone()), ops::maximum)
     }
 
     /// The array with the smaller of it and `value` at the index.
     fn minimum(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-        self.update(value, ScatterOp::Min, |v| Ok(v.clone()))
+        self.update(value, ScatterOp::Min, |v| Ok(v.clone()), ops::minimum)
     }
 }
 
@@ -453,6 +481,11 @@ impl PyArray {
     /// `a[key] = value`: the array now holds the update (other references
     /// to the old value keep it, as in MLX).
     fn __setitem__(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if whole_array_key(key) {
+            let value = whole_array_value(value, self.inner.dtype())?;
+            self.inner = ops::broadcast_to(&value, self.inner.shape()).py()?;
+            return Ok(());
+        }
         let value = crate::convert::operand(value, self.inner.dtype())?;
         self.inner = match boolean_mask(key)? {
             Some(mask) => ops::masked_scatter(&self.inner, &mask, &value).py()?,
