@@ -8,7 +8,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO_JOBS ?= 2
 
-.PHONY: test demo build build-dev bench fuzz rust-test py-test clean
+.PHONY: test demo build bench fuzz rust-test py-test clean
 
 $(PY): requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -16,14 +16,10 @@ $(PY): requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $(PY)
 
-# Optimized extension, for the demo and the benchmarks.
+# The optimized extension (pyproject.toml selects the release profile), for
+# the demo, the benchmarks and the Python tests.
 build: $(PY)
 	VIRTUAL_ENV=$(VENV) CARGO_BUILD_JOBS=$(CARGO_JOBS) $(VENV)/bin/maturin develop --release -q
-
-# Extension for the tests: the dev profile (dependencies optimized) shares
-# its dependency builds with `cargo test`, which keeps `make test` short.
-build-dev: $(PY)
-	VIRTUAL_ENV=$(VENV) CARGO_BUILD_JOBS=$(CARGO_JOBS) $(VENV)/bin/maturin develop -q
 
 # NVRTC from the nvidia-cuda-nvrtc wheel lets the tests compile every CUDA
 # kernel without a GPU; FERROX_REQUIRE_NVRTC makes a missing NVRTC a failure.
@@ -32,7 +28,7 @@ NVRTC_LIB = $$($(PY) -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0
 rust-test: $(PY)
 	LD_LIBRARY_PATH=$(NVRTC_LIB):$$LD_LIBRARY_PATH FERROX_REQUIRE_NVRTC=1 cargo test -j$(CARGO_JOBS) --workspace
 
-py-test: build-dev
+py-test: build
 	$(PY) -m pytest python/tests -q
 
 test: rust-test py-test

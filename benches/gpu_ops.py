@@ -11,7 +11,7 @@ Each case is timed as the median of --repeats runs of "enqueue, then wait for
 the GPU" after a warm-up, with the same host clock for both frameworks.
 Ratios are ferrox time / PyTorch time (lower is better).
 
-    python benches/gpu_ops.py [--repeats 20] [--small 1000]
+    python benches/gpu_ops.py [--repeats 20] [--small 1000] [--only sort,take]
 """
 
 import argparse
@@ -54,7 +54,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--small", type=int, default=1000, help="ops in the launch-overhead loop")
+    p.add_argument("--only", default="", help="run the cases whose name contains one of these (comma-separated)")
     a = p.parse_args()
+    only = [w for w in a.only.split(",") if w]
+
+    def wanted(name):
+        return not only or any(w in name for w in only)
     if not fx.cuda.is_available() or not torch.cuda.is_available():
         sys.exit("gpu_ops.py needs a CUDA GPU visible to both ferrox and PyTorch")
     fx.set_default_device(fx.gpu)
@@ -85,11 +90,15 @@ def main():
     rows = []
 
     def bandwidth_case(name, nbytes, fx_fn, t_fn):
+        if not wanted(name):
+            return
         tf = median_time(fx_fn, fsync, a.repeats, INNER)
         tt = median_time(t_fn, tsync, a.repeats, INNER)
         rows.append((name, tf, tt, f"{nbytes / tf / 1e9:7.0f} GB/s ({nbytes / tf / ceiling:4.0%})"))
 
     def rate_case(name, flops, fx_fn, t_fn):
+        if not wanted(name):
+            return
         tf = median_time(fx_fn, fsync, a.repeats)
         tt = median_time(t_fn, tsync, a.repeats)
         rows.append((name, tf, tt, f"{flops / tf / 1e12:7.1f} TFLOP/s (torch {flops / tt / 1e12:.1f})"))
@@ -179,6 +188,8 @@ def main():
     hb = rng.standard_normal((MM, MM), dtype=np.float32)
     flops = 2 * MM**3
     for dtname, fdt, tdt in (("bf16", fx.bfloat16, torch.bfloat16), ("f32", fx.float32, torch.float32)):
+        if not wanted(f"matmul {dtname} 8192^3"):
+            continue
         fa, fb = fx.array(ha).astype(fdt), fx.array(hb).astype(fdt)
         ta, tb = torch.from_numpy(ha).to(dev, tdt), torch.from_numpy(hb).to(dev, tdt)
         fx.eval(fa, fb)
@@ -201,9 +212,10 @@ def main():
         for _ in range(a.small):
             x = x * 1.0001
 
-    tf = median_time(fx_loop, fsync, max(3, a.repeats // 4))
-    tt = median_time(t_loop, tsync, max(3, a.repeats // 4))
-    rows.append((f"{a.small} small ops (per op)", tf / a.small, tt / a.small, ""))
+    if wanted("small ops"):
+        tf = median_time(fx_loop, fsync, max(3, a.repeats // 4))
+        tt = median_time(t_loop, tsync, max(3, a.repeats // 4))
+        rows.append((f"{a.small} small ops (per op)", tf / a.small, tt / a.small, ""))
 
     print(f"device: {fx.cuda.device_name()}; copy bandwidth (torch copy_, read+write): {ceiling / 1e9:.0f} GB/s")
     print(f"{'case':<28}{'ferrox':>11}{'torch':>11}{'ratio':>8}  throughput (ferrox)")

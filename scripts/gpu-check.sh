@@ -9,7 +9,8 @@
 #   bash scripts/gpu-check.sh [path/to/ferrox-*.whl]
 #
 # Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
-# and PYTEST_ARGS to pass extra pytest arguments.
+# PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
+# arguments to benches/gpu_ops.py (e.g. "--only sort,take").
 set -uo pipefail
 
 OUT=${OUT:-$PWD/gpu-check-logs}
@@ -43,7 +44,7 @@ if [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
     echo "pytest: exit $status in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.log"
 fi
 if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
-    python3 benches/gpu_ops.py 2>&1 | tee "$OUT/gpu_ops.log"
+    python3 benches/gpu_ops.py ${GPU_BENCH_ARGS:-} 2>&1 | tee "$OUT/gpu_ops.log"
     python3 benches/autodiff.py 2>&1 | tee "$OUT/autodiff.log"
 fi
 

@@ -348,6 +348,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStreamContext>()?;
     m.add_class::<PyThreadLocalStream>()?;
     m.add_function(wrap_pyfunction!(new_thread_local_stream, m)?)?;
+    #[allow(clippy::unsafe_removed_from_name)] // MLX's name; nothing here is `unsafe`
     m.add_function(wrap_pyfunction!(new_thread_unsafe_stream, m)?)?;
     m.add_function(wrap_pyfunction!(clear_streams, m)?)?;
     m.add_function(wrap_pyfunction!(is_available, m)?)?;

@@ -43,7 +43,7 @@ fn seeded_sequence_is_reproducible() -> Result<()> {
 #[test]
 fn vmap_over_keys_gives_each_keys_values() -> Result<()> {
     let keys = random::split(&random::key(7)?, 3)?;
-    let out = vmap(|ks| Ok(vec![unit(&[5], &ks[0])?]), &[keys.clone()], &[Some(0)], &[Some(0)])?;
+    let out = vmap(|ks| Ok(vec![unit(&[5], &ks[0])?]), std::slice::from_ref(&keys), &[Some(0)], &[Some(0)])?;
     assert_eq!(out[0].shape(), &[3, 5]);
     let got = out[0].to_vec::<f32>()?;
     for i in 0..3 {

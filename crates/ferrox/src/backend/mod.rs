@@ -554,6 +554,7 @@ pub trait Backend: Send + Sync {
     /// shape has `base`'s rank) are combined by `op` at the slices
     /// [`Backend::gather`] would read with the same `indices` and `axes`.
     /// Out-of-range starts are an error on the CPU; the GPU drops them.
+    #[allow(clippy::too_many_arguments)] // the operands of MLX's Scatter, each with its layout
     fn scatter(
         &self,
         op: ScatterOp,

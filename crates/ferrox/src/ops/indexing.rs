@@ -182,19 +182,16 @@ fn advanced(entries: &[Index]) -> Result<Advanced> {
     let (mut axes, mut arrays, mut positions) = (Vec::new(), Vec::new(), Vec::new());
     let mut ax = 0usize;
     for (pos, idx) in entries.iter().enumerate() {
-        match idx {
-            Index::Array(x) => {
-                if x.dtype() == Dtype::Bool {
-                    return Err(Error::invalid("index", "boolean indices are not yet supported"));
-                }
-                if !x.dtype().is_integer() {
-                    return Err(Error::invalid("gather", "Got indices with invalid dtype. Indices must be integral."));
-                }
-                axes.push(ax);
-                arrays.push(x.clone());
-                positions.push(pos);
+        if let Index::Array(x) = idx {
+            if x.dtype() == Dtype::Bool {
+                return Err(Error::invalid("index", "boolean indices are not yet supported"));
             }
-            _ => {}
+            if !x.dtype().is_integer() {
+                return Err(Error::invalid("gather", "Got indices with invalid dtype. Indices must be integral."));
+            }
+            axes.push(ax);
+            arrays.push(x.clone());
+            positions.push(pos);
         }
         if !matches!(idx, Index::NewAxis) {
             ax += 1;

@@ -343,7 +343,7 @@ pub fn unflatten(a: &Array, axis_: isize, shape: &[isize]) -> Result<Array> {
     let inferred = shape.iter().filter(|&&d| d == -1).count();
     let parts: Vec<usize> = match inferred {
         0 => shape.iter().map(|&d| d.max(0) as usize).collect(),
-        1 if known > 0 && n % known == 0 => {
+        1 if known > 0 && n.is_multiple_of(known) => {
             shape.iter().map(|&d| if d == -1 { n / known } else { d as usize }).collect()
         }
         _ => Vec::new(),

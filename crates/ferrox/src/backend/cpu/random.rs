@@ -210,8 +210,10 @@ const LOGF_TABLE: [u64; 32] = [
 ];
 
 /// MLX's float32 `erfinv` (its CPU SIMD code, one lane): a polynomial in
-/// `log(1 - a^2)` with fused multiply-adds, as in Giles (2010).
+/// `log(1 - a^2)` with fused multiply-adds, as in Giles (2010). The
+/// coefficients are MLX's, digit for digit.
 #[inline(always)]
+#[allow(clippy::excessive_precision)]
 fn erfinv(a: f32) -> f32 {
     let t = logf(a.mul_add(0.0 - a, 1.0));
     let p = if t.abs() > 6.125 {
@@ -380,7 +382,7 @@ pub fn random(op: RandomOp, keys: &CpuBuffer, layout: &Layout, n: usize, dtype: 
     };
     let keys = super::elementwise::map_unary(k, layout, |v| v)?;
     let num_keys = keys.len() / 2;
-    let per_key = if num_keys == 0 { 0 } else { n / num_keys };
+    let per_key = n.checked_div(num_keys).unwrap_or(0);
     Ok(match (op, dtype) {
         (RandomOp::Bits, Dtype::U8) => CpuBuffer::U8(bits(&keys, n, per_key)?),
         (RandomOp::Bits, Dtype::U16) => CpuBuffer::U16(bits(&keys, n, per_key)?),
