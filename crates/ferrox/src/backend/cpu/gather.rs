@@ -104,6 +104,17 @@ pub fn gather(
         if s == 0 {
             return Ok(T::into_buffer(out));
         }
+        if s == 1 {
+            // One element per index (take, take_along_axis): no per-slice loop.
+            let off = plan.slice[0];
+            let read = |(o, &base): (&mut T, &isize)| *o = x[(base + off) as usize];
+            if out.len() >= PARALLEL_THRESHOLD {
+                out.par_iter_mut().zip(plan.bases.par_iter()).for_each(read);
+            } else {
+                out.iter_mut().zip(&plan.bases).for_each(read);
+            }
+            return Ok(T::into_buffer(out));
+        }
         let fill = |(&base, row): (&isize, &mut [T])| {
             for (o, &off) in row.iter_mut().zip(&plan.slice) {
                 *o = x[(base + off) as usize];
@@ -141,15 +152,26 @@ pub fn scatter(
     ) -> Result<Vec<T>> {
         let mut out = map_unary(base, lb, |v| v)?;
         let upd = map_unary(upd, lu, |v| v)?;
-        let combine: fn(T, T) -> T = match op {
-            ScatterOp::Assign => |_, u| u,
-            ScatterOp::Sum => Element::add,
-            ScatterOp::Prod => Element::mul,
-            ScatterOp::Max => Element::max,
-            ScatterOp::Min => Element::min,
-        };
+        match op {
+            ScatterOp::Assign => combine_into(&mut out, plan, &upd, |_, u| u),
+            ScatterOp::Sum => combine_into(&mut out, plan, &upd, Element::add),
+            ScatterOp::Prod => combine_into(&mut out, plan, &upd, Element::mul),
+            ScatterOp::Max => combine_into(&mut out, plan, &upd, Element::max),
+            ScatterOp::Min => combine_into(&mut out, plan, &upd, Element::min),
+        }
+        Ok(out)
+    }
+    /// Combines each update into `out` at its place, in row-major order of
+    /// the updates (`combine` is inlined: one copy of the loop per op).
+    fn combine_into<T: Copy>(out: &mut [T], plan: &Plan, upd: &[T], combine: impl Fn(T, T) -> T) {
         let s = plan.slice.len();
-        if s > 0 {
+        if s == 1 {
+            let off = plan.slice[0];
+            for (&b, &u) in plan.bases.iter().zip(upd) {
+                let at = (b + off) as usize;
+                out[at] = combine(out[at], u);
+            }
+        } else if s > 0 {
             for (&b, row) in plan.bases.iter().zip(upd.chunks(s)) {
                 for (&off, &u) in plan.slice.iter().zip(row) {
                     let at = (b + off) as usize;
@@ -157,7 +179,6 @@ pub fn scatter(
                 }
             }
         }
-        Ok(out)
     }
     macro_rules! go {
         ($($V:ident),*) => {

@@ -164,6 +164,16 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Re
         let mut rest = l.clone();
         rest.shape[axis] = 1;
         let mut out = output_vec::<u32>(rest.size())?;
+        if step == 1 && axis + 1 == l.ndim() && l.is_row_contiguous() {
+            // Rows of the buffer itself: split over threads by rows, one
+            // copy of the row loop per op.
+            let data = &x[l.offset..l.offset + l.size()];
+            match op {
+                ArgReduceOp::ArgMax => arg_rows(data, len, &mut out, |v: T, best: T| best.lt(v)),
+                ArgReduceOp::ArgMin => arg_rows(data, len, &mut out, |v: T, best: T| v.lt(best)),
+            }
+            return Ok(out);
+        }
         let better = move |v: T, best: T| match op {
             ArgReduceOp::ArgMax => best.lt(v) || (v.isnan() && !best.isnan()),
             ArgReduceOp::ArgMin => v.lt(best) || (v.isnan() && !best.isnan()),
@@ -171,6 +181,14 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Re
         fill_strided(&rest.shape, [&rest.strides], [rest.offset], &mut out, |o, [b], [s]| {
             for (j, dst) in o.iter_mut().enumerate() {
                 let base = b + j as isize * s;
+                if step == 1 {
+                    let row = &x[base as usize..base as usize + len];
+                    *dst = match op {
+                        ArgReduceOp::ArgMax => arg_extreme_of_row(row, |v: T, best: T| best.lt(v)),
+                        ArgReduceOp::ArgMin => arg_extreme_of_row(row, |v: T, best: T| v.lt(best)),
+                    };
+                    continue;
+                }
                 let mut best = x[base as usize];
                 let mut at = 0u32;
                 for k in 1..len {
@@ -186,4 +204,130 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Re
         Ok(out)
     }
     Ok(CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis))?))
+}
+
+/// Lanes of [`arg_extreme_of_row`]'s first pass (independent running
+/// extremes, which the compiler turns into vector compares and blends).
+const ARG_LANES: usize = 8;
+
+/// Writes into `out` the [`arg_extreme_of_row`] of each row of `len`
+/// elements of `data`; rows are split over threads when large.
+fn arg_rows<T: Element>(data: &[T], len: usize, out: &mut [u32], better: impl Fn(T, T) -> bool + Copy + Sync) {
+    let rows = |(o, part): (&mut [u32], &[T])| {
+        for (dst, row) in o.iter_mut().zip(part.chunks(len)) {
+            *dst = arg_extreme_of_row(row, better);
+        }
+    };
+    if data.len() >= PARALLEL_THRESHOLD && out.len() > 1 {
+        let per_task = (chunk_len(data.len()) / len).max(1);
+        out.par_chunks_mut(per_task).zip(data.par_chunks(per_task * len)).for_each(rows);
+    } else {
+        rows((out, data));
+    }
+}
+
+/// The position of the first extreme element of a contiguous row, where
+/// `better(v, best)` says `v` beats `best` (larger for argmax), NaN
+/// counting as the extreme (the first NaN wins): the extreme value by
+/// [`ARG_LANES`] independent lanes, then the first element that compares
+/// equal to it. The same answer as a sequential scan that keeps the first
+/// of equal values (-0.0 equals 0.0).
+fn arg_extreme_of_row<T: Element>(row: &[T], better: impl Fn(T, T) -> bool) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if *HAS_AVX2.get_or_init(|| std::is_x86_feature_detected!("avx2")) {
+        // SAFETY: the processor supports AVX2 (checked above).
+        return unsafe { arg_extreme_avx2(row, better) };
+    }
+    arg_extreme_body(row, better)
+}
+
+/// Whether the processor has AVX2 (checked once).
+#[cfg(target_arch = "x86_64")]
+static HAS_AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// [`arg_extreme_body`] compiled for AVX2 (8 float32 lanes at once).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn arg_extreme_avx2<T: Element>(row: &[T], better: impl Fn(T, T) -> bool) -> u32 {
+    arg_extreme_body(row, better)
+}
+
+/// The body of [`arg_extreme_of_row`], inlined into each instruction-set
+/// variant.
+#[inline(always)]
+fn arg_extreme_body<T: Element>(row: &[T], better: impl Fn(T, T) -> bool) -> u32 {
+    let chunks = row.chunks_exact(ARG_LANES);
+    let tail = chunks.remainder();
+    let mut lanes = [row[0]; ARG_LANES];
+    let mut nan = [false; ARG_LANES];
+    for chunk in chunks {
+        for i in 0..ARG_LANES {
+            let v = chunk[i];
+            lanes[i] = if better(v, lanes[i]) { v } else { lanes[i] };
+            nan[i] |= v.isnan();
+        }
+    }
+    if nan.iter().any(|&n| n) || tail.iter().any(|v| v.isnan()) {
+        return row.iter().position(|v| v.isnan()).unwrap_or(0) as u32;
+    }
+    let mut best = lanes[0];
+    for &v in lanes[1..].iter().chain(tail) {
+        if better(v, best) {
+            best = v;
+        }
+    }
+    row.iter().position(|&v| !v.lt(best) && !best.lt(v)).unwrap_or(0) as u32
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sequential scan `arg_extreme_of_row` must agree with.
+    fn sequential<T: Element>(op: ArgReduceOp, row: &[T]) -> u32 {
+        let (mut best, mut at) = (row[0], 0);
+        for (k, &v) in row.iter().enumerate().skip(1) {
+            let better = match op {
+                ArgReduceOp::ArgMax => best.lt(v) || (v.isnan() && !best.isnan()),
+                ArgReduceOp::ArgMin => v.lt(best) || (v.isnan() && !best.isnan()),
+            };
+            if better {
+                (best, at) = (v, k as u32);
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn contiguous_rows_match_the_sequential_scan() {
+        let pool = [0.0f32, -0.0, 1.0, -1.0, 2.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let mut s = 12345u64;
+        for len in 1..60 {
+            for trial in 0..20 {
+                let row: Vec<f32> = (0..len)
+                    .map(|_| {
+                        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        // NaN only in some trials, so most rows take the value path.
+                        let n = if trial % 4 == 0 { pool.len() } else { pool.len() - 1 };
+                        pool[(s >> 33) as usize % n]
+                    })
+                    .collect();
+                let ints: Vec<i8> = row.iter().map(|&v| if v.is_nan() { 7 } else { v as i8 }).collect();
+                let max = |v: f32, b: f32| b.lt(v);
+                let min = |v: f32, b: f32| v.lt(b);
+                assert_eq!(arg_extreme_of_row(&row, max), sequential(ArgReduceOp::ArgMax, &row), "{row:?}");
+                assert_eq!(arg_extreme_of_row(&row, min), sequential(ArgReduceOp::ArgMin, &row), "{row:?}");
+                let max = |v: i8, b: i8| b.lt(v);
+                let min = |v: i8, b: i8| v.lt(b);
+                assert_eq!(arg_extreme_of_row(&ints, max), sequential(ArgReduceOp::ArgMax, &ints), "{ints:?}");
+                assert_eq!(arg_extreme_of_row(&ints, min), sequential(ArgReduceOp::ArgMin, &ints), "{ints:?}");
+                // Whole rows through arg_reduce, contiguous and transposed.
+                let l = Layout::contiguous(&[len]);
+                let CpuBuffer::U32(got) = arg_reduce(ArgReduceOp::ArgMax, &CpuBuffer::F32(row.clone()), &l, 0).unwrap()
+                else {
+                    panic!()
+                };
+                assert_eq!(got, [sequential(ArgReduceOp::ArgMax, &row)]);
+            }
+        }
+    }
 }
