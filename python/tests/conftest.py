@@ -415,3 +415,39 @@ def rng(request):
     # reproducible.
     seed = sum(ord(c) * (i + 1) for i, c in enumerate(request.node.nodeid)) % (2**32)
     return np.random.default_rng(seed)
+
+
+# --------------------------------------------------------------------------
+# finite differences
+# --------------------------------------------------------------------------
+
+FD_EPS = 1e-6
+
+
+def f64(x):
+    """`x` as a float64 ferrox array."""
+    return fx.array(np.asarray(x, dtype=np.float64), dtype=fx.float64)
+
+
+def fd_check(fun, x, rng, rtol=1e-5, atol=1e-6):
+    """vjp, grad and jvp of `fun` at `x` (float64) against central differences."""
+
+    def F(v):
+        return np.array(fun(f64(v)), dtype=np.float64)
+
+    y0 = F(x)
+    w = rng.uniform(-1.0, 1.0, size=y0.shape)
+    fd = np.zeros(x.shape)
+    for idx in np.ndindex(*x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[idx] += FD_EPS
+        lo[idx] -= FD_EPS
+        fd[idx] = (np.sum(F(hi) * w) - np.sum(F(lo) * w)) / (2 * FD_EPS)
+    _, (g,) = fx.vjp(fun, [f64(x)], [f64(w)])
+    np.testing.assert_allclose(np.array(g), fd, rtol=rtol, atol=atol)
+    grad = fx.grad(lambda v: (fun(v) * f64(w)).sum())(f64(x))
+    np.testing.assert_allclose(np.array(grad), fd, rtol=rtol, atol=atol)
+    t = rng.uniform(-1.0, 1.0, size=x.shape)
+    _, (d,) = fx.jvp(fun, [f64(x)], [f64(t)])
+    want = (F(x + FD_EPS * t) - F(x - FD_EPS * t)) / (2 * FD_EPS)
+    np.testing.assert_allclose(np.array(d), want, rtol=rtol, atol=atol)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import ferrox as fx
+from conftest import f64, fd_check
 
 HAVE_MLX = importlib.util.find_spec("mlx") is not None
-FD_EPS = 1e-6
 
 # (subscripts, operand shapes): matrix products, batches, traces, diagonals,
 # outer products, implicit outputs, ellipses, broadcasting and chains that
@@ -153,10 +153,6 @@ def test_errors_are_mlx_errors(subscripts, shapes):
     assert str(got.value) == str(want.value).replace("(4)", "(4,)")
 
 
-def _f64(x):
-    return fx.array(np.asarray(x, dtype=np.float64), dtype=fx.float64)
-
-
 GRAD_CASES = [
     ("ij,jk->ik", (3, 4), (4, 2)),
     ("ii->i", (3, 3), None),
@@ -168,22 +164,8 @@ GRAD_CASES = [
 
 @pytest.mark.parametrize("subscripts,shape,other", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
 def test_gradient_matches_finite_differences(subscripts, shape, other, rng):
-    x = rng.standard_normal(shape)
-    rest = [_f64(rng.standard_normal(other))] if other else []
-
-    def fun(v):
-        return fx.einsum(subscripts, v, *rest)
-
-    y0 = np.array(fun(_f64(x)))
-    w = rng.uniform(-1.0, 1.0, size=y0.shape)
-    fd = np.zeros(x.shape)
-    for idx in np.ndindex(*x.shape):
-        hi, lo = x.copy(), x.copy()
-        hi[idx] += FD_EPS
-        lo[idx] -= FD_EPS
-        fd[idx] = (np.sum(np.array(fun(_f64(hi))) * w) - np.sum(np.array(fun(_f64(lo))) * w)) / (2 * FD_EPS)
-    _, (g,) = fx.vjp(fun, [_f64(x)], [_f64(w)])
-    np.testing.assert_allclose(np.array(g), fd, rtol=1e-5, atol=1e-6)
+    rest = [f64(rng.standard_normal(other))] if other else []
+    fd_check(lambda v: fx.einsum(subscripts, v, *rest), rng.standard_normal(shape), rng)
 
 
 def test_vmap_over_einsum(rng):

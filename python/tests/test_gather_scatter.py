@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 import ferrox as fx
-from conftest import ALL_DTYPES, assert_close, rand, to_fx, to_np
+from conftest import ALL_DTYPES, assert_close, f64, fd_check, rand, to_fx, to_np
 
 HAVE_MLX = importlib.util.find_spec("mlx") is not None
-FD_EPS = 1e-6
 
 A3 = np.arange(60).reshape(3, 4, 5)
 
@@ -367,28 +366,6 @@ def test_out_of_range_indices_on_the_gpu_read_zeros_and_drop_updates(device):
 # --------------------------------------------------------------------------
 # derivatives and vmap
 # --------------------------------------------------------------------------
-
-
-def _f64(x):
-    return fx.array(np.asarray(x, dtype=np.float64), dtype=fx.float64)
-
-
-def fd_check(fun, x, rng, rtol=1e-5, atol=1e-6):
-    """vjp and jvp of `fun` at `x` (float64) against central differences."""
-    y0 = np.array(fun(_f64(x)), dtype=np.float64)
-    w = rng.uniform(-1.0, 1.0, size=y0.shape)
-    fd = np.zeros(x.shape)
-    for idx in np.ndindex(*x.shape):
-        hi, lo = x.copy(), x.copy()
-        hi[idx] += FD_EPS
-        lo[idx] -= FD_EPS
-        fd[idx] = (np.sum(np.array(fun(_f64(hi))) * w) - np.sum(np.array(fun(_f64(lo))) * w)) / (2 * FD_EPS)
-    _, (g,) = fx.vjp(fun, [_f64(x)], [_f64(w)])
-    np.testing.assert_allclose(np.array(g), fd, rtol=rtol, atol=atol)
-    t = rng.uniform(-1.0, 1.0, size=x.shape)
-    _, (d,) = fx.jvp(fun, [_f64(x)], [_f64(t)])
-    want = (np.array(fun(_f64(x + FD_EPS * t))) - np.array(fun(_f64(x - FD_EPS * t)))) / (2 * FD_EPS)
-    np.testing.assert_allclose(np.array(d), want, rtol=rtol, atol=atol)
 
 
 IDX = np.array([[2, 0, 2], [1, 1, -1]])

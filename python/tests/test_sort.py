@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ferrox as fx
-from conftest import ALL_DTYPES, INTS, NP, assert_close, fxd, rand, round_bf16, to_fx, to_np
+from conftest import ALL_DTYPES, INTS, NP, assert_close, f64, fd_check, fxd, rand, round_bf16, to_fx, to_np
 
 HAVE_MLX = importlib.util.find_spec("mlx") is not None
 INEXACT = ["float16", "bfloat16", "float32", "float64", "complex64"]
@@ -541,37 +541,6 @@ if HAVE_MLX:
 # put_along_axis_add), vmap
 # --------------------------------------------------------------------------
 
-FD_EPS = 1e-6
-
-
-def _f64(x):
-    return fx.array(np.asarray(x, dtype=np.float64), dtype=fx.float64)
-
-
-def fd_check(fun, x, rng, rtol=1e-5, atol=1e-6):
-    """vjp, grad and jvp of `fun` at `x` (float64) against central differences."""
-
-    def F(v):
-        return np.array(fun(_f64(v)), dtype=np.float64)
-
-    y0 = F(x)
-    w = rng.uniform(-1.0, 1.0, size=y0.shape)
-    fd = np.zeros(x.shape)
-    for idx in np.ndindex(*x.shape):
-        hi, lo = x.copy(), x.copy()
-        hi[idx] += FD_EPS
-        lo[idx] -= FD_EPS
-        fd[idx] = (np.sum(F(hi) * w) - np.sum(F(lo) * w)) / (2 * FD_EPS)
-    _, (g,) = fx.vjp(fun, [_f64(x)], [_f64(w)])
-    np.testing.assert_allclose(np.array(g), fd, rtol=rtol, atol=atol)
-    grad = fx.grad(lambda v: (fun(v) * _f64(w)).sum())(_f64(x))
-    np.testing.assert_allclose(np.array(grad), fd, rtol=rtol, atol=atol)
-    t = rng.uniform(-1.0, 1.0, size=x.shape)
-    _, (d,) = fx.jvp(fun, [_f64(x)], [_f64(t)])
-    want = (F(x + FD_EPS * t) - F(x - FD_EPS * t)) / (2 * FD_EPS)
-    np.testing.assert_allclose(np.array(d), want, rtol=rtol, atol=atol)
-
-
 def distinct(rng, shape):
     """Distinct values far apart relative to the step: no ties to break."""
     return (rng.permutation(int(np.prod(shape))).reshape(shape) - 5.0) * 0.25
@@ -598,9 +567,9 @@ def test_median_gradients(rng):
 
 def test_sort_second_order(rng):
     x = distinct(rng, (6,))
-    w = _f64(rng.uniform(-1, 1, size=6))
+    w = f64(rng.uniform(-1, 1, size=6))
     inner = fx.grad(lambda v: (fx.sort(v) ** 2 * w).sum())
-    hess_w = fx.grad(lambda v: (inner(v) * w).sum())(_f64(x))
+    hess_w = fx.grad(lambda v: (inner(v) * w).sum())(f64(x))
     # The gradient is 2 * w[rank] * x, so the Hessian applied to w is 2 * w[rank] * w.
     rank = np.argsort(np.argsort(x))
     wn = np.array(w)
@@ -608,15 +577,15 @@ def test_sort_second_order(rng):
 
 
 def test_index_outputs_have_zero_derivatives(rng):
-    x = _f64(distinct(rng, (4,)))
+    x = f64(distinct(rng, (4,)))
     g = fx.grad(lambda v: (v * fx.argsort(v).astype(fx.float64)).sum())(x)
     np.testing.assert_array_equal(np.array(g), np.array(fx.argsort(x)).astype(np.float64))
     g = fx.grad(lambda v: (v * fx.argpartition(v, 1).astype(fx.float64)).sum())(x)
     np.testing.assert_array_equal(np.array(g), np.array(fx.argpartition(x, 1)).astype(np.float64))
-    s = _f64([0.0, 1.0, 2.0])
+    s = f64([0.0, 1.0, 2.0])
     g = fx.grad(lambda q: (q * fx.searchsorted(s, q).astype(fx.float64)).sum())(x)
     np.testing.assert_array_equal(np.array(g), np.array(fx.searchsorted(s, x)).astype(np.float64))
-    _, (t,) = fx.jvp(lambda v: fx.argsort(v), [x], [_f64(np.ones(4))])
+    _, (t,) = fx.jvp(lambda v: fx.argsort(v), [x], [f64(np.ones(4))])
     assert t.dtype == fx.uint32 and t.tolist() == [0, 0, 0, 0]
 
 
