@@ -90,6 +90,9 @@ def test_split_sections_and_indices():
         check(got, exp)
     with pytest.raises(ValueError, match="split"):
         fx.split(fx.array(x), 4)
+    # Billions of empty parts are refused before anything is allocated.
+    with pytest.raises(ValueError, match="split"):
+        fx.zeros((0, 2**62)).split(2**32, axis=1)
 
 
 def test_unstack_broadcast_arrays_meshgrid():

@@ -300,6 +300,9 @@ pub enum SplitSpec {
     Indices(Vec<i64>),
 }
 
+/// The most arrays one `split` returns; more would only exhaust memory.
+const MAX_SPLIT_PARTS: i64 = 1 << 24;
+
 /// `a` cut into parts along `axis`.
 pub fn split(a: &Array, spec: &SplitSpec, axis_: isize) -> Result<Vec<Array>> {
     let ax = axis("split", axis_, a.ndim())?;
@@ -313,6 +316,12 @@ pub fn split(a: &Array, spec: &SplitSpec, axis_: isize) -> Result<Vec<Array>> {
                         "Array split does not result in sub arrays with equal size: attempting {k} splits along axis {ax} for shape {}.",
                         fmt_shape(a.shape())
                     ),
+                ));
+            }
+            if *k > MAX_SPLIT_PARTS {
+                return Err(Error::invalid(
+                    "split",
+                    format!("Cannot split into {k} parts: at most {MAX_SPLIT_PARTS} are supported."),
                 ));
             }
             (1..*k).map(|i| i * (n / k)).collect()
