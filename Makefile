@@ -8,7 +8,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO_JOBS ?= 2
 
-.PHONY: test demo build bench fuzz rust-test py-test clean
+.PHONY: test demo build bench fuzz fuzz-parsers rust-test py-test clean
 
 $(PY): requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -42,6 +42,18 @@ demo: build
 FUZZ_CALLS ?= 1000000
 fuzz: build
 	$(PY) -m fuzz --calls $(FUZZ_CALLS) $(FUZZ_ARGS)
+
+# The file parsers' cargo-fuzz targets (crates/ferrox/fuzz), each run for
+# FUZZ_SECONDS; installs the nightly toolchain and cargo-fuzz when missing.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS = npy npz safetensors gguf
+fuzz-parsers:
+	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked -j$(CARGO_JOBS)
+	cd crates/ferrox && export CARGO_BUILD_JOBS=$(CARGO_JOBS) && for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/scratch/$$t; \
+		cargo +nightly fuzz run $$t fuzz/scratch/$$t fuzz/corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 || exit 1; \
+	done
 
 bench: build
 	$(PY) benches/cpu_ops.py

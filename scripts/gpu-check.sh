@@ -10,7 +10,10 @@
 #
 # Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
-# arguments to benches/gpu_ops.py (e.g. "--only sort,take").
+# arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS
+# to benches/io.py (e.g. "--gb 1"). The file-format tests need the
+# safetensors and gguf packages: install their wheels into PYTHONPATH first
+# where the machine has no network.
 set -uo pipefail
 
 OUT=${OUT:-$PWD/gpu-check-logs}
@@ -46,9 +49,10 @@ fi
 if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     python3 benches/gpu_ops.py ${GPU_BENCH_ARGS:-} 2>&1 | tee "$OUT/gpu_ops.log"
     python3 benches/autodiff.py 2>&1 | tee "$OUT/autodiff.log"
+    python3 benches/io.py ${IO_BENCH_ARGS:-} 2>&1 | tee "$OUT/io.log"
 fi
 
 echo "==== summary ===="
 tail -n 3 "$OUT/pytest.log" 2>/dev/null
-cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" 2>/dev/null | grep -v "^$"
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" 2>/dev/null | grep -v "^$"
 exit "$status"

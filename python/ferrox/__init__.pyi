@@ -159,6 +159,8 @@ class array:
     def __bool__(self, /) -> bool: ...
     def __delitem__(self, key: Any, /) -> Any: ...
     def __divmod__(self, value: Any, /) -> Any: ...
+    def __dlpack__(self, /, *, stream: Stream | Device | None = ..., max_version: Any = ..., dl_device: Any = ..., copy: Any = ...) -> Any: ...
+    def __dlpack_device__(self, /) -> Any: ...
     def __eq__(self, value: Any, /) -> array: ...  # type: ignore[override]
     def __float__(self, /) -> float: ...
     def __floordiv__(self, value: Any, /) -> array: ...
@@ -390,6 +392,22 @@ def conjugate(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> arra
     """The complex conjugate (MLX's alias of `conj`)."""
 def contiguous(a: _ArrayLike, /, allow_col_major: Any = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` with a dense row-major layout (column-major too when allowed)."""
+def conv1d(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """1D convolution over an input `(N, L, C_in)` with weights `(C_out, K, C_in)`."""
+def conv2d(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """2D convolution over an input `(N, H, W, C_in)` with weights `(C_out, KH, KW, C_in)`."""
+def conv3d(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """3D convolution over an input `(N, D, H, W, C_in)` with weights `(C_out, KD, KH, KW, C_in)`."""
+def conv_general(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., kernel_dilation: Any = ..., input_dilation: Any = ..., groups: Any = ..., flip: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """General convolution over an input `(N, ..., C_in)` with weights `(C_out, ..., C_in / groups)`: strides, padding (an int, one per axis, or a pair of lists `(low, high)`), kernel and input dilation, groups and filter flipping."""
+def conv_transpose1d(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., dilation: Any = ..., output_padding: Any = ..., groups: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """1D transposed convolution over an input `(N, L, C_in)` with weights `(C_out, K, C_in)`."""
+def conv_transpose2d(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., dilation: Any = ..., output_padding: Any = ..., groups: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """2D transposed convolution over an input `(N, H, W, C_in)` with weights `(C_out, KH, KW, C_in)`."""
+def conv_transpose3d(input: Any, weight: Any, /, stride: Any = ..., padding: Any = ..., dilation: Any = ..., output_padding: Any = ..., groups: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """3D transposed convolution over an input `(N, D, H, W, C_in)` with weights `(C_out, KD, KH, KW, C_in)`."""
+def convolve(a: _ArrayLike, v: Any, /, mode: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """The discrete convolution of 1D arrays (`mode` "full", "valid" or "same"); the longer array is the signal and the filter is flipped."""
 def cos(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise cosine."""
 def cosh(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -425,6 +443,8 @@ def degrees(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Radians to degrees."""
 def depends(inputs: Any, dependencies: Any) -> Any:
     """`inputs` (an array or a sequence of them), returned so that evaluating them first evaluates `dependencies`."""
+def dequantize(w: Any, /, scales: Any, biases: Any = ..., group_size: Any = ..., bits: Any = ..., mode: Any = ..., global_scale: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Dequantizes `w` with its scales (and biases for "affine"); `dtype` chooses the result type (default: that of the scales and biases for affine, bfloat16 otherwise)."""
 def device_count(device_type: Any) -> Any:
     """The number of devices of a type on this machine."""
 def device_info(d: Any = ...) -> Any:
@@ -495,12 +515,18 @@ def floor(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise floor (integers and bool unchanged)."""
 def floor_divide(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise division rounded toward negative infinity (Python's //)."""
+def from_dlpack(x: Any, /, *, copy: Any = ...) -> Any:
+    """An array from any object with `__dlpack__` (NumPy, PyTorch, JAX, CuPy, a ferrox array). Host tensors are copied; `copy=False` therefore fails for them, as the array API asks of a producer that cannot share memory."""
+def from_fp8(x: _ArrayLike, /, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Converts e4m3 fp8 bytes (uint8) to `dtype` (default bfloat16)."""
 def full(shape: int | Sequence[int], vals: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """An array of `shape` filled with `vals` (broadcast). As in MLX, a Python scalar is weakly typed against `dtype` (an int takes it, a float only when it is a float dtype), NumPy data and lists are converted to it, and an array given as `vals` keeps its own dtype."""
 def full_like(a: _ArrayLike, vals: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """An array of `a`'s shape filled with `vals`, in `dtype` (default: `a`'s)."""
 def gather_mm(a: _ArrayLike, b: _ArrayLike, /, lhs_indices: Any = ..., rhs_indices: Any = ..., *, sorted_indices: Any = ..., stream: Stream | Device | None = ...) -> array:
     """`a[lhs_indices] @ b[rhs_indices]`: the indices count over the flattened batch axes of `a` and `b` (every member when None) and broadcast together; `sorted_indices` is accepted for MLX compatibility."""
+def gather_qmm(x: _ArrayLike, w: Any, /, scales: Any, biases: Any = ..., lhs_indices: Any = ..., rhs_indices: Any = ..., transpose: Any = ..., group_size: Any = ..., bits: Any = ..., mode: Any = ..., global_scale: Any = ..., *, sorted_indices: Any = ..., stream: Stream | Device | None = ...) -> array:
+    """The quantized `gather_mm`: products of matrices of `x` and of the quantized `w` picked by `lhs_indices` and `rhs_indices` (flat indices over their batch axes)."""
 generic: DtypeCategory
 def get_active_memory() -> Any:
     """Bytes held by live array buffers."""
@@ -578,6 +604,8 @@ def less_equal(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | Non
     """Elementwise `a <= b` (bool result)."""
 def linspace(start: Any, stop: Any, num: Any = ..., endpoint: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """`num` evenly spaced values over `[start, stop]` (`stop` left out unless `endpoint`)."""
+def load(file: Any, /, format: Any = ..., return_metadata: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """Loads arrays from a file (`.npy`, `.npz`, `.safetensors` or `.gguf`)."""
 def log(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise natural logarithm."""
 def log10(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -653,6 +681,12 @@ def prod(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: boo
     """Product over `axis` (all axes when None)."""
 def put_along_axis(a: _ArrayLike, /, indices: Any, values: _ArrayLike, axis: int | Sequence[int] | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """`a` with `values` (broadcast to the indices' shape) written at `indices` along `axis` (into the flattened array when `axis` is None)."""
+def qqmm(x: _ArrayLike, w: Any, /, scales: Any = ..., group_size: Any = ..., bits: Any = ..., mode: Any = ..., global_scale_x: Any = ..., global_scale_w: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """A matrix product with `x` (and `w`, unless given quantized with its `scales`) quantized on the fly: `x_hat @ w_hat.T` in `x`'s dtype."""
+def quantize(w: Any, /, group_size: Any = ..., bits: Any = ..., mode: Any = ..., *, global_scale: Any = ..., stream: Stream | Device | None = ...) -> Any:
+    """Quantizes `w` along its last axis in groups of `group_size`: a list `[w_q, scales, biases]` for mode "affine", `[w_q, scales]` for "mxfp4", "mxfp8" and "nvfp4"."""
+def quantized_matmul(x: _ArrayLike, w: Any, /, scales: Any, biases: Any = ..., transpose: Any = ..., group_size: Any = ..., bits: Any = ..., mode: Any = ..., *, stream: Stream | Device | None = ...) -> array:
+    """`x @ w.T` (or `x @ w` when `transpose` is False) with the quantized matrix `w`."""
 def radians(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Degrees to radians."""
 def real(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
@@ -677,6 +711,16 @@ def round(a: _ArrayLike, /, decimals: Any = ..., stream: Stream | Device | None 
     """Rounds to `decimals` decimal places, halves to even."""
 def rsqrt(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise 1 / sqrt(x)."""
+def save(file: Any, arr: Any, /) -> Any:
+    """Saves an array to a binary file in `.npy` format (`.npy` is appended to a path without it)."""
+def save_gguf(file: Any, arrays: Any, metadata: Any = ...) -> Any:
+    """Saves a dict of arrays (and optional metadata: arrays of at most one dimension, strings, lists of strings) to a binary file in `.gguf` format."""
+def save_safetensors(file: Any, arrays: Any, metadata: Any = ...) -> Any:
+    """Saves a dict of arrays (and optional string metadata) to a binary file in `.safetensors` format."""
+def savez(file: Any, *args: Any, **kwargs: Any) -> Any:
+    """Saves several arrays to a binary file in uncompressed `.npz` format."""
+def savez_compressed(file: Any, *args: Any, **kwargs: Any) -> Any:
+    """Saves several arrays to a binary file in compressed `.npz` format."""
 def searchsorted(sorted_sequence: _ArrayLike, values: _ArrayLike, /, side: str = ..., *, stream: Stream | Device | None = ...) -> array:
     """Finds the indices that keep the 1-D ascending `sorted_sequence` sorted when inserting `values` (any shape): with `side='left'` the number of elements strictly less than each value, with `side='right'` the number less than or equal to it. Returns uint32 with the shape of `values`."""
 def segmented_mm(a: _ArrayLike, b: _ArrayLike, /, segments: Any, *, stream: Stream | Device | None = ...) -> array:
@@ -742,6 +786,8 @@ def tensordot(a: _ArrayLike, b: _ArrayLike, /, axes: Any = ..., *, stream: Strea
     """The sum of products over paired axes: `axes` is a count (the last `axes` of `a` with the first of `b`) or two sequences of axes."""
 def tile(a: _ArrayLike, reps: Any, /, *, stream: Stream | Device | None = ...) -> array:
     """`a` repeated `reps` times along each axis."""
+def to_fp8(x: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
+    """Converts a float array to e4m3 fp8 bytes (uint8), rounding to nearest even and saturating at ±448."""
 def topk(a: _ArrayLike, /, k: Any, axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
     """Returns the `k` largest elements of the array along `axis` (the flattened array when None; the last axis by default). The elements are not necessarily in sorted order; NaN counts as the largest value."""
 def trace(a: _ArrayLike, /, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:

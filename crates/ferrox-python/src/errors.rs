@@ -1,7 +1,10 @@
 //! ferrox errors as Python exceptions (the classes MLX raises).
 
 use ferrox::Error;
-use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyIndexError, PyIsADirectoryError, PyMemoryError, PyOSError,
+    PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::{PyErr, PyResult};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,6 +40,13 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
+        Error::File { kind, .. } => match kind {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+            std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(msg),
+            std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(msg),
+            _ => PyOSError::new_err(msg),
+        },
         _ => PyValueError::new_err(msg),
     }
 }

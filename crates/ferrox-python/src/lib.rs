@@ -12,8 +12,10 @@ mod args;
 mod array;
 mod convert;
 mod device;
+mod dlpack;
 mod dtype;
 mod errors;
+mod io;
 mod methods;
 mod ops;
 mod random;
@@ -30,6 +32,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     transforms::register(m)?;
     random::register(m)?;
+    io::register(m)?;
+    dlpack::register(m)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_tests, m)?)?;
     Ok(())
 }

@@ -41,6 +41,14 @@ pub enum Error {
     /// would exceed the device's memory or the memory limit (Python's MemoryError).
     #[error("[{op}] {msg}")]
     OutOfMemory { op: &'static str, msg: String },
+    /// The operating system refused to open, read or write a file
+    /// (Python's OSError, or the subclass matching `kind`).
+    #[error("[{op}] {path}: {msg}")]
+    File { op: &'static str, path: String, kind: std::io::ErrorKind, msg: String },
+    /// A file whose contents are not a valid file of its format: truncated,
+    /// corrupt, or describing data it does not hold.
+    #[error("[{op}] {file}: {msg}")]
+    CorruptFile { op: &'static str, file: String, msg: String },
 }
 
 /// `Result` with ferrox's [`Error`].
@@ -64,6 +72,16 @@ impl Error {
     /// The error for an allocation of `bytes` that the system refused.
     pub fn allocation_failed(op: &'static str, bytes: usize, device: &str) -> Error {
         Error::OutOfMemory { op, msg: format!("Unable to allocate {bytes} bytes on the {device}.") }
+    }
+
+    /// The error for an operating-system failure on `path`.
+    pub fn file(op: &'static str, path: impl Into<String>, err: &std::io::Error) -> Error {
+        Error::File { op, path: path.into(), kind: err.kind(), msg: err.to_string() }
+    }
+
+    /// The error for a file of invalid content.
+    pub fn corrupt(op: &'static str, file: impl Into<String>, msg: impl Into<String>) -> Error {
+        Error::CorruptFile { op, file: file.into(), msg: msg.into() }
     }
 
     /// The same error attributed to `op` when it was raised by a shared

@@ -21,6 +21,7 @@ pub mod dtype;
 pub mod element;
 pub mod error;
 pub mod format;
+pub mod io;
 pub mod memory;
 pub mod ops;
 pub mod primitives;

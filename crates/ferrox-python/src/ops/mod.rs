@@ -4,12 +4,14 @@
 //! functions are generated from the op tables of the Rust crate.
 
 mod contraction;
+mod convolution;
 mod creation;
 mod elementwise;
 mod indexing;
 mod linalg;
 mod math;
 mod memory;
+mod quantized;
 mod rearrange;
 mod reduction;
 mod scan;
@@ -36,9 +38,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     creation::register(m)?;
     contraction::register(m)?;
+    convolution::register(m)?;
     rearrange::register(m)?;
     shaping::register(m)?;
     sort::register(m)?;
     memory::register(m)?;
+    quantized::register(m)?;
     Ok(())
 }

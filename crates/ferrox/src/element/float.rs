@@ -267,11 +267,13 @@ macro_rules! real_float {
             }
             #[inline(always)]
             fn isposinf(self) -> bool {
-                ($to)(self) == f32::INFINITY as _
+                let v = ($to)(self);
+                v.is_infinite() && v > 0.0
             }
             #[inline(always)]
             fn isneginf(self) -> bool {
-                ($to)(self) == f32::NEG_INFINITY as _
+                let v = ($to)(self);
+                v.is_infinite() && v < 0.0
             }
         }
 

@@ -4,6 +4,7 @@
 //! and operators on `&Array` (see `operators.rs`).
 
 mod contraction;
+mod convolution;
 mod creation;
 mod einsum;
 mod elementwise;
@@ -15,6 +16,7 @@ mod math;
 mod methods;
 mod operators;
 // Not glob-exported: `random::split` would clash with the array op.
+mod quantized;
 pub mod random;
 mod rearrange;
 mod reduction;
@@ -27,6 +29,7 @@ mod triangular;
 mod windows;
 
 pub use contraction::*;
+pub use convolution::*;
 pub use creation::*;
 pub use einsum::*;
 pub use elementwise::*;
@@ -35,6 +38,7 @@ pub use hadamard::*;
 pub use indexing::*;
 pub use linalg::*;
 pub use math::*;
+pub use quantized::*;
 pub use rearrange::*;
 pub use reduction::*;
 pub use scan::*;

@@ -19,13 +19,38 @@ use std::sync::{Arc, Mutex};
 /// Buffers up to this size are rounded to 512 bytes, larger ones to 2 MiB.
 const SMALL: usize = 1 << 20;
 
-/// A device allocation; returns to the cache when dropped.
+/// A device allocation; returns to the cache when dropped (or, for memory
+/// another library owns, is handed back to it).
 #[derive(Debug)]
 pub(crate) struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     size: usize,
     home: Arc<GpuStream>,
     readers: Mutex<Vec<Arc<GpuStream>>>,
+    foreign: Option<ForeignOwner>,
+}
+
+/// The release of device memory ferrox borrowed from another library
+/// (a DLPack import): called once no ferrox stream uses the memory.
+pub struct ForeignOwner(Mutex<Option<Box<dyn FnOnce() + Send>>>);
+
+impl ForeignOwner {
+    /// Wraps the function that gives the memory back.
+    pub fn new(release: impl FnOnce() + Send + 'static) -> ForeignOwner {
+        ForeignOwner(Mutex::new(Some(Box::new(release))))
+    }
+}
+
+impl std::fmt::Debug for ForeignOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForeignOwner")
+    }
+}
+
+/// A buffer over `size` bytes at `ptr` that another library owns; ferrox
+/// streams order after `stream` for it, and `owner` runs when it is dropped.
+pub(crate) fn borrow(ptr: sys::CUdeviceptr, size: usize, stream: &Arc<GpuStream>, owner: ForeignOwner) -> DeviceBuffer {
+    DeviceBuffer { ptr, size, home: stream.clone(), readers: Mutex::new(Vec::new()), foreign: Some(owner) }
 }
 
 #[derive(Default)]
@@ -102,7 +127,7 @@ pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBu
         }
     };
     memory::on_alloc(size);
-    Ok(DeviceBuffer { ptr, size, home: stream.clone(), readers: Mutex::new(Vec::new()) })
+    Ok(DeviceBuffer { ptr, size, home: stream.clone(), readers: Mutex::new(Vec::new()), foreign: None })
 }
 
 impl DeviceBuffer {
@@ -133,6 +158,19 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
+        if let Some(owner) = self.foreign.take() {
+            // Kernels still queued may read the memory: let them finish
+            // before the owner may free or reuse it.
+            let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
+            let _ = self.home.synchronize();
+            for r in &readers {
+                let _ = r.synchronize();
+            }
+            if let Some(release) = owner.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                release();
+            }
+            return;
+        }
         memory::on_free(self.size);
         let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
         for r in &readers {

@@ -74,6 +74,48 @@ pub fn synchronize() -> Result<()> {
     stream::synchronize_all()
 }
 
+/// The raw `CUstream` handle of ferrox stream `index` (for libraries that
+/// order their work with ferrox's, e.g. through DLPack's `stream=`).
+pub fn raw_stream(index: usize) -> Result<u64> {
+    Ok(stream::stream(index)?.raw as u64)
+}
+
+/// An evaluated GPU array viewing device memory another library owns,
+/// without a copy: `shape`, `strides` (in elements, non-negative) and
+/// `offset` select the elements from `ptr`; ferrox stream `stream` is the
+/// one later work orders after, and `release` runs once no ferrox work
+/// uses the memory.
+///
+/// # Safety
+/// `ptr` must address device memory of the current GPU that holds every
+/// element the layout selects, valid until `release` runs, and written by
+/// work already ordered before `stream`.
+pub unsafe fn array_from_device_memory(
+    ptr: u64,
+    dtype: crate::dtype::Dtype,
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+    stream: usize,
+    release: impl FnOnce() + Send + 'static,
+) -> Result<crate::array::Array> {
+    if strides.len() != shape.len() || strides.iter().any(|&s| s < 0) {
+        return Err(Error::invalid("from_dlpack", "Strides must be non-negative, one per dimension."));
+    }
+    let reach = if shape.contains(&0) {
+        0
+    } else {
+        offset + 1 + shape.iter().zip(strides).map(|(&d, &s)| (d - 1) * s as usize).sum::<usize>()
+    };
+    let owner = allocator::ForeignOwner::new(release);
+    let storage = CudaStorage::borrowed(ptr, dtype, reach, &stream::stream(stream)?, owner);
+    let layout = Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset };
+    Ok(crate::array::Array::from_data(
+        crate::array::ArrayData { storage: Arc::new(Storage::Cuda(storage)), layout },
+        dtype,
+    ))
+}
+
 /// The GPU's name, e.g. "NVIDIA H200", if there is one.
 pub fn device_name() -> Option<String> {
     gpu().ok().map(|d| d.name.clone())

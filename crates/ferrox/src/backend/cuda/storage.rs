@@ -23,6 +23,18 @@ impl CudaStorage {
         Ok(CudaStorage { buffer, dtype, len })
     }
 
+    /// Storage over `len` elements of `dtype` at device address `ptr` that
+    /// another library owns (see [`super::allocator::ForeignOwner`]).
+    pub(crate) fn borrowed(
+        ptr: sys::CUdeviceptr,
+        dtype: Dtype,
+        len: usize,
+        stream: &Arc<GpuStream>,
+        owner: super::allocator::ForeignOwner,
+    ) -> CudaStorage {
+        CudaStorage { buffer: super::allocator::borrow(ptr, len * dtype.size(), stream, owner), dtype, len }
+    }
+
     /// The same bytes read as `dtype` (whose size must divide the byte count).
     pub(crate) fn reinterpret(self, dtype: Dtype) -> CudaStorage {
         let bytes = self.len * self.dtype.size();
@@ -42,6 +54,12 @@ impl CudaStorage {
     /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Device address of the first byte (for exchange with other libraries,
+    /// e.g. DLPack); valid while this storage lives.
+    pub fn device_address(&self) -> u64 {
+        self.buffer.ptr()
     }
 
     /// Device address of element `offset`.
