@@ -395,4 +395,9 @@ class Worker:
 
 
 if __name__ == "__main__":
+    # Calls of load/save/savez... with fuzzed names write files: keep them
+    # in a scratch directory, not the caller's working tree.
+    import tempfile
+
+    os.chdir(tempfile.mkdtemp(prefix="ferrox-fuzz-"))
     Worker().serve()
