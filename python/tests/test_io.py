@@ -299,7 +299,13 @@ def test_gguf_round_trip_and_the_gguf_package_reads_it(tmp_path):
     fx.save_gguf(str(tmp_path / "r"), {k: to_fx(v, k) for k, v in arrays.items()}, metadata)
     loaded, meta = fx.load(str(tmp_path / "r.gguf"), return_metadata=True)
     for dtype, values in arrays.items():
-        same(loaded[dtype], values, dtype)
+        if dtype == "bfloat16":  # written as BF16, which MLX loads as float16
+            as_f32 = (values.astype(np.uint32) << 16).view(np.float32)
+            with np.errstate(over="ignore"):
+                np.testing.assert_array_equal(np.array(loaded[dtype]), as_f32.astype(np.float16))
+            assert loaded[dtype].dtype == fx.float16
+        else:
+            same(loaded[dtype], values, dtype)
     assert meta["s"] == "hello" and meta["names"] == ["a", "bc"]
     assert meta["n"].dtype == fx.int32 and meta["n"].item() == 7
     assert meta["f"].dtype == fx.float32 and meta["f"].item() == 1.5
@@ -362,6 +368,140 @@ def test_gguf_quantized_tensors_load_as_mlx_loads_them(tmp_path, qtype, bits):
         m = mx.load(str(path))
         for key in loaded:
             np.testing.assert_array_equal(np.array(loaded[key]), np.array(m[key]))
+
+
+# GGML types MLX converts to float16 through gguflib (`gguf_tensor_to_f16`).
+K_QUANTS = ["Q2_K", "Q4_K", "Q6_K"]
+# Byte offset of each K-quant block's float16 scales (d, and dmin when present).
+K_SCALES = {"Q2_K": slice(80, 84), "Q4_K": slice(0, 4), "Q6_K": slice(208, 210)}
+
+
+def k_blocks(qtype, n_blocks, scales=None):
+    """Random blocks of a K-quant (the gguf package has no K-quant quantizer)
+    with float16 scales drawn from `scales` (small normal values by default)."""
+    size = gguf.GGML_QUANT_SIZES[getattr(gguf.GGMLQuantizationType, qtype)][1]
+    blocks = RNG.integers(0, 256, (n_blocks, size), dtype=np.uint8)
+    where = K_SCALES[qtype]
+    n = (where.stop - where.start) // 2
+    values = RNG.standard_normal((n_blocks, n)) * 0.05 if scales is None else RNG.choice(scales, (n_blocks, n))
+    blocks[:, where] = values.astype(np.float16).view(np.uint8)
+    return blocks
+
+
+def gguflib_q4_k(blocks):
+    """Q4_K blocks as gguflib (so MLX) reads them: in each pair of 32-weight
+    sub-blocks both use the first one's 6-bit scale and min. Re-encodes them."""
+    sc, m = gguf.quants.Q4_K.get_scale_min(blocks[:, 4:16].copy())
+    sc[:, 1::2], m[:, 1::2] = sc[:, 0::2], m[:, 0::2]
+    out = blocks.copy()
+    out[:, 4:8] = (sc[:, :4] & 63) | ((sc[:, 4:] >> 4) << 6)
+    out[:, 8:12] = (m[:, :4] & 63) | ((m[:, 4:] >> 4) << 6)
+    out[:, 12:16] = (sc[:, 4:] & 0xF) | ((m[:, 4:] & 0xF) << 4)
+    return out
+
+
+def f16_reference(blocks, qtype, n):
+    """The first `n` weights of `blocks`, by gguf.quants.dequantize, rounded to float16."""
+    if qtype == "Q4_K":
+        blocks = gguflib_q4_k(blocks)
+    values = gguf.quants.dequantize(blocks, getattr(gguf.GGMLQuantizationType, qtype)).reshape(-1)[:n]
+    return values.astype(np.float16)
+
+
+def raw_gguf(path, name, shape, ggml_type, data):
+    """A GGUF file of one tensor with `data` as its bytes, whatever its shape
+    (the gguf package refuses K-quant rows that end inside a block)."""
+    info = gguf_string(name.encode()) + struct.pack("<I", len(shape))
+    info += b"".join(struct.pack("<Q", d) for d in reversed(shape)) + struct.pack("<IQ", int(ggml_type), 0)
+    head = gguf_blob(1, [], info)
+    path.write_bytes(head + b"\0" * (-len(head) % 32) + data)
+    return path
+
+
+def assert_mlx_loads_the_same(path, loaded):
+    if HAVE_MLX:
+        m = mx.load(str(path))
+        assert set(m) == set(loaded)
+        for key, a in loaded.items():
+            assert m[key].dtype == mx.float16 and tuple(m[key].shape) == a.shape
+            assert np.array(m[key]).tobytes() == np.array(a).tobytes(), key
+
+
+@pytest.mark.parametrize("qtype", K_QUANTS)
+@pytest.mark.parametrize("shape", [(256,), (3, 256), (2, 2, 512), (5, 1024)])
+def test_gguf_k_quants_load_as_float16_as_mlx_loads_them(tmp_path, qtype, shape):
+    n = int(np.prod(shape))
+    blocks = k_blocks(qtype, n // 256)
+    data = blocks.reshape(*shape[:-1], shape[-1] // 256 * blocks.shape[1])  # rows of bytes
+    path = gguf_file(tmp_path, [("blk.0.weight", data, getattr(gguf.GGMLQuantizationType, qtype))])
+    loaded = fx.load(path)
+    assert set(loaded) == {"blk.0.weight"}  # no scales and biases: plain float16
+    w = loaded["blk.0.weight"]
+    assert w.dtype == fx.float16 and w.shape == shape
+    assert np.array(w).reshape(-1).tobytes() == f16_reference(blocks, qtype, n).tobytes()
+    assert_mlx_loads_the_same(path, loaded)
+
+
+@pytest.mark.parametrize("qtype", K_QUANTS)
+@pytest.mark.parametrize("shape", [(1,), (100,), (3, 100), (257,)])
+def test_gguf_k_quants_ending_inside_a_block(tmp_path, qtype, shape):
+    # The last block is stored whole; only the tensor's weights are read.
+    n = int(np.prod(shape))
+    blocks = k_blocks(qtype, -(-n // 256))
+    path = raw_gguf(tmp_path / "p.gguf", "w", shape, getattr(gguf.GGMLQuantizationType, qtype), blocks.tobytes())
+    loaded = fx.load(path)
+    assert loaded["w"].dtype == fx.float16 and loaded["w"].shape == shape
+    assert np.array(loaded["w"]).reshape(-1).tobytes() == f16_reference(blocks, qtype, n).tobytes()
+    assert_mlx_loads_the_same(path, loaded)
+
+
+@pytest.mark.skipif(not HAVE_MLX, reason="needs MLX")
+@pytest.mark.parametrize("qtype", K_QUANTS)
+def test_gguf_k_quants_with_extreme_scales_match_mlx(tmp_path, qtype):
+    # Infinite, NaN, subnormal and huge scales: overflow, NaN signs and
+    # float16 rounding at the edges all as MLX has them.
+    extremes = np.array([np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0, 6e-8, -1e-6, 6e4, -3e4, 1.0, 0.5])
+    blocks = k_blocks(qtype, 16, extremes)
+    path = raw_gguf(tmp_path / "x.gguf", "w", (16, 256), getattr(gguf.GGMLQuantizationType, qtype), blocks.tobytes())
+    assert_mlx_loads_the_same(path, fx.load(path))
+
+
+def test_gguf_bfloat16_loads_as_float16_as_mlx_loads_it(tmp_path):
+    # Every bfloat16 bit pattern; MLX converts them to float16 (overflowing
+    # to infinity, NaN made the quiet NaN 0x7E00 with its sign).
+    raw = np.arange(2**16, dtype=np.uint16).reshape(256, 256)
+    path = gguf_file(tmp_path, [("b", raw.view(np.uint8), gguf.GGMLQuantizationType.BF16)])
+    loaded = fx.load(path)
+    assert loaded["b"].dtype == fx.float16 and loaded["b"].shape == (256, 256)
+    with np.errstate(over="ignore"):
+        expected = (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float16).view(np.uint16)
+    expected = np.where((raw & 0x7FFF) > 0x7F80, (raw & 0x8000) | 0x7E00, expected)
+    assert np.array(loaded["b"]).view(np.uint16).tobytes() == expected.astype(np.uint16).tobytes()
+    assert_mlx_loads_the_same(path, loaded)
+
+
+@pytest.mark.parametrize("qtype", K_QUANTS + ["BF16"])
+def test_gguf_truncated_converted_tensors_are_errors(tmp_path, qtype):
+    t = getattr(gguf.GGMLQuantizationType, qtype)
+    data = RNG.integers(0, 2**16, (4, 256), dtype=np.uint16).view(np.uint8) if qtype == "BF16" else k_blocks(qtype, 4)
+    blob = gguf_file(tmp_path, [("w", data, t)]).read_bytes()
+    end = gguf.GGUFReader(tmp_path / "g.gguf").tensors[0].data_offset + data.nbytes
+    load_everything(blob[:end], "gguf")  # the whole tensor, without padding, loads
+    for cut in [end - 1, end - data.shape[1] // 2, end - data.nbytes + 1]:
+        with pytest.raises(ValueError, match='tensor "w" extends past the end of the file'):
+            load_everything(blob[:cut], "gguf")
+
+
+@pytest.mark.parametrize("qtype", ["Q5_0", "Q5_1", "Q8_1", "Q3_K", "Q5_K", "Q8_K", "IQ4_NL", "IQ2_XXS"])
+def test_gguf_types_mlx_cannot_convert_are_errors(tmp_path, qtype):
+    t = getattr(gguf.GGMLQuantizationType, qtype)
+    block, size = gguf.GGML_QUANT_SIZES[t]
+    path = raw_gguf(tmp_path / "u.gguf", "blk.1.ffn", (2, block), t, b"\0" * (2 * size))
+    with pytest.raises(ValueError, match=f'tensor "blk.1.ffn" has unsupported type {qtype}'):
+        fx.load(path)
+    if HAVE_MLX:
+        with pytest.raises(Exception):
+            mx.load(str(path))
 
 
 def test_gguf_metadata_errors(tmp_path):
@@ -554,7 +694,7 @@ def test_lying_gguf_headers():
         "huge dims": gguf_blob(1, [], gguf_string(b"t") + struct.pack("<I", 2) + struct.pack("<QQ", 2**40, 2**40) + struct.pack("<IQ", 0, 0)),
         "too many dims": gguf_blob(1, [], gguf_string(b"t") + struct.pack("<I", 10**6)),
         "offset overflow": gguf_blob(1, [], gguf_string(b"t") + struct.pack("<I", 1) + struct.pack("<Q", 4) + struct.pack("<IQ", 0, 2**64 - 8)),
-        "unknown tensor type": gguf_blob(1, [], gguf_string(b"t") + struct.pack("<I", 1) + struct.pack("<Q", 4) + struct.pack("<IQ", 12, 0), b"\0" * 64),
+        "unknown tensor type": gguf_blob(1, [], gguf_string(b"t") + struct.pack("<I", 1) + struct.pack("<Q", 4) + struct.pack("<IQ", 13, 0), b"\0" * 64),
         "quantized shape": gguf_blob(1, [], gguf_string(b"t") + struct.pack("<I", 1) + struct.pack("<Q", 20) + struct.pack("<IQ", 8, 0), b"\0" * 64),
         "bad alignment": gguf_blob(0, [gguf_string(b"general.alignment") + struct.pack("<II", 4, 3)], b""),
         "duplicate": gguf_blob(2, [], info + info, b"\0" * 64),

@@ -3,8 +3,11 @@
 //! Plain tensors load lazily from the file. Q4_0, Q4_1 and Q8_0 tensors load
 //! as MLX loads them: `name` becomes packed uint32 weights (4 or 8 bits, 32
 //! per group) and `prefix.scales`/`prefix.biases` float16 arrays, ready for
-//! `dequantize` and `quantized_matmul`.
+//! `dequantize` and `quantized_matmul`. BF16, Q2_K, Q4_K and Q6_K tensors
+//! load as float16, converted as MLX converts them (`gguf_quants.rs`); the
+//! other quantized types are refused, as MLX refuses them.
 
+use super::gguf_quants::ToF16;
 use super::source::{Cursor, Source};
 use super::{host_bytes, loaded_array, Output};
 use crate::array::Array;
@@ -96,6 +99,8 @@ enum TensorType {
     Q4_1,
     /// 32 weights per block: an f16 scale and int8 weights.
     Q8_0,
+    /// A type MLX converts to float16 (BF16 and some K-quants).
+    ToF16(ToF16),
 }
 
 impl TensorType {
@@ -111,8 +116,7 @@ impl TensorType {
             26 => TensorType::Plain(Dtype::I32),
             27 => TensorType::Plain(Dtype::I64),
             28 => TensorType::Plain(Dtype::F64),
-            30 => TensorType::Plain(Dtype::BF16),
-            _ => return None,
+            t => TensorType::ToF16(ToF16::from_ggml(t)?),
         })
     }
 
@@ -133,7 +137,7 @@ impl TensorType {
     /// Bytes of one 32-weight block of a quantized type.
     fn block_bytes(self) -> Option<usize> {
         match self {
-            TensorType::Plain(_) => None,
+            TensorType::Plain(_) | TensorType::ToF16(_) => None,
             TensorType::Q4_0 => Some(18),
             TensorType::Q4_1 => Some(20),
             TensorType::Q8_0 => Some(34),
@@ -227,6 +231,7 @@ pub fn load(source: &Arc<Source>) -> Result<(Vec<(String, Array)>, Vec<(String, 
             .ok_or_else(|| source.corrupt(OP, format!("tensor {name:?} has too many elements.")))?;
         let nbytes = match tensor_type {
             TensorType::Plain(dtype) => checked_nbytes(&info.shape, dtype.size()),
+            TensorType::ToF16(t) => t.nbytes(n),
             q => {
                 if info.shape.last().is_none_or(|d| d % 32 != 0) {
                     return Err(source.corrupt(
@@ -251,6 +256,10 @@ pub fn load(source: &Arc<Source>) -> Result<(Vec<(String, Array)>, Vec<(String, 
         match tensor_type {
             TensorType::Plain(dtype) => {
                 push(info.name.clone(), loaded_array(source, start, false, info.shape, dtype)?)?
+            }
+            TensorType::ToF16(t) => {
+                let values = t.to_f16(&source.bytes()[start..start + nbytes], n);
+                push(info.name.clone(), Array::from_vec(values, &info.shape)?)?
             }
             q => {
                 let (weights, scales, biases) =

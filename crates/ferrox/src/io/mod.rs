@@ -5,6 +5,7 @@
 //! evaluated. Saving writes row-major bytes straight from the arrays.
 
 pub mod gguf;
+mod gguf_quants;
 pub mod npy;
 pub mod npz;
 pub mod safetensors;
