@@ -17,6 +17,7 @@ from conftest import (
     fxd,
     rand,
     to_fx,
+    to_np,
 )
 
 NO_COMPLEX = [d for d in ALL_DTYPES if d != "complex64"]
@@ -190,6 +191,92 @@ def test_argmax_broadcast_input(name, rng):
     x_fx = fx.broadcast_to(to_fx(base, "float32"), (3, 5))
     assert_close(getattr(fx, name)(x_fx, axis=1),
                  getattr(np, name)(x_np, axis=1).astype(np.uint32), "uint32")
+
+
+# Row lengths around the CPU kernel's lane width (32) and block (512).
+ARG_ROW_LENGTHS = [1, 7, 31, 32, 33, 65, 511, 512, 513, 1100]
+
+
+def tied(rng, shape, dtype):
+    """Data of dtype with few distinct values, so extremes repeat within and across blocks."""
+    v = rng.integers(0 if dtype.startswith("u") else -3, 4, size=shape)
+    if dtype == "bool_":
+        return v > 0
+    if dtype == "complex64":
+        return (v + 1j * rng.integers(-1, 2, size=shape)).astype(np.complex64)
+    return v.astype(np.float32 if dtype == "bfloat16" else np.dtype(dtype))
+
+
+ARG_VIEWS = {
+    # name: (base shape for rows of n, view, axis)
+    "contiguous": (lambda n: (5, n), lambda x: x, 1),
+    "column-sliced": (lambda n: (5, n + 3), lambda x: x[:, 2:-1], 1),
+    "reversed": (lambda n: (5, n), lambda x: x[::-1, ::-1], 1),
+    "transposed": (lambda n: (n, 5), lambda x: x.T, 1),
+    "axis 0": (lambda n: (n, 5), lambda x: x, 0),
+}
+
+
+@pytest.mark.parametrize("view", list(ARG_VIEWS))
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_rows_of_any_length_pick_the_first_extreme(name, dtype, view, rng):
+    shape_of, view_of, axis = ARG_VIEWS[view]
+    for n in ARG_ROW_LENGTHS:
+        base = tied(rng, shape_of(n), dtype)
+        x_np, x_fx = view_of(base), view_of(to_fx(base, dtype))
+        ref = getattr(np, name)(x_np, axis=axis)
+        assert getattr(fx, name)(x_fx, axis=axis).tolist() == ref.tolist(), n
+        ref = getattr(np, name)(x_np, axis=axis, keepdims=True)
+        assert getattr(fx, name)(x_fx, axis=axis, keepdims=True).tolist() == ref.tolist(), n
+
+
+@pytest.mark.parametrize("view", ["contiguous", "column-sliced", "transposed", "axis 0"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_first_nan_wins(name, dtype, view, rng):
+    shape_of, view_of, axis = ARG_VIEWS[view]
+    for n in ARG_ROW_LENGTHS:
+        base = rng.normal(size=shape_of(n)).astype(np.float32)
+        rows = np.moveaxis(view_of(base), axis, -1)  # a view: the NaNs below land in base
+        rows[0, -1] = np.nan  # last element
+        rows[1, 0] = np.nan  # first element
+        rows[2, n // 2] = np.nan  # two NaNs: the first wins
+        rows[2, -1] = np.nan
+        rows[3, :] = np.nan  # all NaN
+        rows[4, n // 3] = np.inf if name == "argmax" else -np.inf  # no NaN in this row
+        x = to_fx(base, dtype)
+        # The reference reads the values as stored (rounding may make ties).
+        rows = np.moveaxis(view_of(to_np(x).astype(np.float64)), axis, -1)
+        want = [int(np.flatnonzero(np.isnan(r))[0]) if np.isnan(r).any() else int(getattr(np, name)(r))
+                for r in rows]
+        assert getattr(fx, name)(view_of(x), axis=axis).tolist() == want, n
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_signed_zeros_tie_across_blocks(name):
+    x = np.full((2, 1500), 1.0 if name == "argmin" else -1.0, dtype=np.float32)
+    x[:, 600] = -0.0
+    x[:, 900] = 0.0  # equal to -0.0: the earlier one wins
+    x[1, 1400] = 0.0
+    assert getattr(fx, name)(fx.array(x), axis=1).tolist() == [600, 600]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "uint8", "float64"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_many_rows_split_over_threads(name, dtype, rng):
+    x = tied(rng, (300, 700), dtype)
+    x[::7, 650] = 9  # a late extreme in some rows
+    want = getattr(np, name)(x, axis=-1)
+    assert getattr(fx, name)(to_fx(x, dtype), axis=-1).tolist() == want.tolist()
+    want = getattr(np, name)(x, axis=0)
+    assert getattr(fx, name)(to_fx(x, dtype), axis=0).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_of_empty_rows_raises(name):
+    with pytest.raises(ValueError):
+        fx.eval(getattr(fx, name)(fx.zeros((3, 0)), axis=1))
 
 
 # --------------------------------------------------------------------------

@@ -206,9 +206,12 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Re
     Ok(CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis))?))
 }
 
-/// Lanes of [`arg_extreme_of_row`]'s first pass (independent running
-/// extremes, which the compiler turns into vector compares and blends).
-const ARG_LANES: usize = 8;
+/// Independent running extremes of [`block_extreme`] (the compiler turns
+/// them into several vector registers of compares and blends).
+const ARG_LANES: usize = 32;
+
+/// Elements per block of [`arg_extreme_body`]'s scan.
+const ARG_BLOCK: usize = 512;
 
 /// Writes into `out` the [`arg_extreme_of_row`] of each row of `len`
 /// elements of `data`; rows are split over threads when large.
@@ -228,22 +231,22 @@ fn arg_rows<T: Element>(data: &[T], len: usize, out: &mut [u32], better: impl Fn
 
 /// The position of the first extreme element of a contiguous row, where
 /// `better(v, best)` says `v` beats `best` (larger for argmax), NaN
-/// counting as the extreme (the first NaN wins): the extreme value by
-/// [`ARG_LANES`] independent lanes, then the first element that compares
-/// equal to it. The same answer as a sequential scan that keeps the first
-/// of equal values (-0.0 equals 0.0).
+/// counting as the extreme (the first NaN wins). The same answer as a
+/// sequential scan that keeps the first of equal values (-0.0 equals 0.0).
 fn arg_extreme_of_row<T: Element>(row: &[T], better: impl Fn(T, T) -> bool) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    if *HAS_AVX2.get_or_init(|| std::is_x86_feature_detected!("avx2")) {
-        // SAFETY: the processor supports AVX2 (checked above).
-        return unsafe { arg_extreme_avx2(row, better) };
+    {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the processor supports AVX-512 F and BW (checked above).
+            return unsafe { arg_extreme_avx512(row, better) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2 (checked above).
+            return unsafe { arg_extreme_avx2(row, better) };
+        }
     }
     arg_extreme_body(row, better)
 }
-
-/// Whether the processor has AVX2 (checked once).
-#[cfg(target_arch = "x86_64")]
-static HAS_AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// [`arg_extreme_body`] compiled for AVX2 (8 float32 lanes at once).
 #[cfg(target_arch = "x86_64")]
@@ -252,32 +255,85 @@ unsafe fn arg_extreme_avx2<T: Element>(row: &[T], better: impl Fn(T, T) -> bool)
     arg_extreme_body(row, better)
 }
 
+/// [`arg_extreme_body`] compiled for AVX-512 (16 float32 lanes at once).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn arg_extreme_avx512<T: Element>(row: &[T], better: impl Fn(T, T) -> bool) -> u32 {
+    arg_extreme_body(row, better)
+}
+
 /// The body of [`arg_extreme_of_row`], inlined into each instruction-set
-/// variant.
+/// variant: blocks of [`ARG_BLOCK`] elements, each reduced to its extreme
+/// by [`block_extreme`] and searched for the extreme's first position only
+/// when it beats the best of the blocks before it (rarely, after the first
+/// few blocks); a block holding a NaN ends the scan at its first NaN.
 #[inline(always)]
 fn arg_extreme_body<T: Element>(row: &[T], better: impl Fn(T, T) -> bool) -> u32 {
-    let chunks = row.chunks_exact(ARG_LANES);
-    let tail = chunks.remainder();
-    let mut lanes = [row[0]; ARG_LANES];
-    let mut nan = [false; ARG_LANES];
-    for chunk in chunks {
-        for i in 0..ARG_LANES {
-            let v = chunk[i];
-            lanes[i] = if better(v, lanes[i]) { v } else { lanes[i] };
-            nan[i] |= v.isnan();
+    let (mut best, mut at) = (row[0], 0);
+    for (b, block) in row.chunks(ARG_BLOCK).enumerate() {
+        let (m, nan) = block_extreme(block, &better);
+        let start = b * ARG_BLOCK;
+        if nan {
+            return (start + block.iter().position(|v| v.isnan()).unwrap_or(0)) as u32;
+        }
+        if better(m, best) {
+            best = m;
+            at = start + first_equal(block, m);
         }
     }
-    if nan.iter().any(|&n| n) || tail.iter().any(|v| v.isnan()) {
-        return row.iter().position(|v| v.isnan()).unwrap_or(0) as u32;
+    at as u32
+}
+
+/// The extreme of a non-empty block by `better` (from [`ARG_LANES`]
+/// independent lanes) and whether the block holds a NaN.
+#[inline(always)]
+fn block_extreme<T: Element>(block: &[T], better: impl Fn(T, T) -> bool) -> (T, bool) {
+    let mut chunks = block.chunks_exact(ARG_LANES);
+    let (mut best, mut nan) = (block[0], false);
+    if let Some(first) = chunks.next() {
+        // `nans` keeps the last NaN of each lane (blends of the value
+        // registers, where a mask of bools would be converted each step).
+        let mut lanes: [T; ARG_LANES] = std::array::from_fn(|i| first[i]);
+        let mut nans = lanes;
+        for chunk in &mut chunks {
+            for i in 0..ARG_LANES {
+                let v = chunk[i];
+                lanes[i] = if better(v, lanes[i]) { v } else { lanes[i] };
+                nans[i] = if v.isnan() { v } else { nans[i] };
+            }
+        }
+        nan = nans.iter().fold(false, |a, v| a | v.isnan());
+        best = lanes[0];
+        for &v in &lanes[1..] {
+            if better(v, best) {
+                best = v;
+            }
+        }
     }
-    let mut best = lanes[0];
-    for &v in lanes[1..].iter().chain(tail) {
+    for &v in chunks.remainder() {
+        nan |= v.isnan();
         if better(v, best) {
             best = v;
         }
     }
-    row.iter().position(|&v| !v.lt(best) && !best.lt(v)).unwrap_or(0) as u32
+    (best, nan)
 }
+
+/// The position of the first element of `block` equal to `m` (a value of
+/// the block, not NaN), looking at [`ARG_LANES`] elements at a time.
+#[inline(always)]
+fn first_equal<T: Element>(block: &[T], m: T) -> usize {
+    let eq = |v: T| !v.lt(m) && !m.lt(v);
+    let mut start = 0;
+    for chunk in block.chunks(ARG_LANES) {
+        if chunk.iter().fold(false, |a, &v| a | eq(v)) {
+            return start + chunk.iter().position(|&v| eq(v)).unwrap_or(0);
+        }
+        start += chunk.len();
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,18 +355,23 @@ mod tests {
 
     #[test]
     fn contiguous_rows_match_the_sequential_scan() {
-        let pool = [0.0f32, -0.0, 1.0, -1.0, 2.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let pool = [0.0f32, -0.0, 1.0, -1.0, 2.5, f32::INFINITY, f32::NEG_INFINITY];
         let mut s = 12345u64;
-        for len in 1..60 {
+        let mut next = move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) as usize
+        };
+        // Lengths around the lane width and the block size.
+        for len in (1..70).chain([511, 512, 513, 1024, 1100, 1600]) {
             for trial in 0..20 {
-                let row: Vec<f32> = (0..len)
-                    .map(|_| {
-                        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        // NaN only in some trials, so most rows take the value path.
-                        let n = if trial % 4 == 0 { pool.len() } else { pool.len() - 1 };
-                        pool[(s >> 33) as usize % n]
-                    })
-                    .collect();
+                let mut row: Vec<f32> = (0..len).map(|_| pool[next() % pool.len()]).collect();
+                // NaN only in some trials (one or two of them), so most rows take the value path.
+                if trial % 4 == 0 {
+                    row[next() % len] = f32::NAN;
+                }
+                if trial % 8 == 0 {
+                    row[next() % len] = f32::NAN;
+                }
                 let ints: Vec<i8> = row.iter().map(|&v| if v.is_nan() { 7 } else { v as i8 }).collect();
                 let max = |v: f32, b: f32| b.lt(v);
                 let min = |v: f32, b: f32| v.lt(b);
@@ -320,6 +381,9 @@ mod tests {
                 let min = |v: i8, b: i8| v.lt(b);
                 assert_eq!(arg_extreme_of_row(&ints, max), sequential(ArgReduceOp::ArgMax, &ints), "{ints:?}");
                 assert_eq!(arg_extreme_of_row(&ints, min), sequential(ArgReduceOp::ArgMin, &ints), "{ints:?}");
+                let wide: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+                let max = |v: f64, b: f64| b.lt(v);
+                assert_eq!(arg_extreme_of_row(&wide, max), sequential(ArgReduceOp::ArgMax, &wide), "{wide:?}");
                 // Whole rows through arg_reduce, contiguous and transposed.
                 let l = Layout::contiguous(&[len]);
                 let CpuBuffer::U32(got) = arg_reduce(ArgReduceOp::ArgMax, &CpuBuffer::F32(row.clone()), &l, 0).unwrap()
