@@ -83,6 +83,15 @@ class DtypeCategory:
     def __ne__(self, value: Any, /) -> bool: ...
     def __repr__(self, /) -> str: ...
 
+class FunctionExporter:
+    """Exports several traces of one function to one file; constants shared by the traces are stored once. Make one with :func:`exporter`."""
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __enter__(self) -> Any: ...
+    def __exit__(self, exc_type: Any = ..., exc_value: Any = ..., traceback: Any = ...) -> Any: ...
+    def __init__(self, file: Any, fun: Callable[..., Any], shapeless: Any, metadata: Any) -> None: ...
+    def close(self) -> Any:
+        """Write the file; later traces raise RuntimeError."""
+
 class Stream:
     """A stream of work on a device."""
     def __eq__(self, value: Any, /) -> bool: ...
@@ -477,6 +486,12 @@ def expand_dims(a: _ArrayLike, /, axis: int | Sequence[int], *, stream: Stream |
     """Inserts extent-1 axes."""
 def expm1(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise e^x - 1, accurate near zero."""
+def export_function(file_or_callback: str | Any | Callable[..., Any], fun: Callable[..., Any], *args: Any, shapeless: bool = ..., metadata: str | None = ..., **kwargs: Any) -> None:
+    """Export a function to a file, or describe its trace to a callback."""
+def export_to_dot(file: Any, *args: Any, **kwargs: Any) -> None:
+    """Write the graph behind the arrays ``args`` (and ``kwargs``, whose keys name their arrays) to ``file`` (a path or a writable text file) in Graphviz's DOT language."""
+def exporter(file: str | Any, fun: Callable[..., Any], *, shapeless: bool = ..., metadata: str | None = ...) -> FunctionExporter:
+    """A context manager that exports several traces of ``fun`` to ``file``."""
 def eye(n: Any, m: Any = ..., k: Any = ..., dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """An `n × m` matrix with ones on diagonal `k`."""
 
@@ -566,6 +581,8 @@ class iinfo:
 
 def imag(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """The imaginary part (float32) of complex64; zeros for other dtypes."""
+def import_function(file: str | Any, return_metadata: bool = ...) -> Callable[..., Any] | tuple[Callable[..., Any], str]:
+    """Import a function from a file written by :func:`export_function`."""
 inexact: DtypeCategory
 def inner(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """The sum of products over the last axes of `a` and `b`."""

@@ -15,6 +15,7 @@ mod device;
 mod dlpack;
 mod dtype;
 mod errors;
+mod export;
 mod io;
 mod methods;
 mod ops;
@@ -34,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     io::register(m)?;
     dlpack::register(m)?;
+    export::register(m)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_tests, m)?)?;
     Ok(())
 }

@@ -102,13 +102,23 @@ impl Array {
         primitive: impl Primitive + 'static,
         inputs: Vec<Array>,
     ) -> Result<Vec<Array>> {
+        Array::siblings_from_boxed(outputs, Box::new(primitive), inputs)
+    }
+
+    /// [`Array::siblings_from_primitive`] for a primitive already boxed (one
+    /// rebuilt from a file).
+    pub fn siblings_from_boxed(
+        outputs: Vec<OutputSpec>,
+        primitive: Box<dyn Primitive>,
+        inputs: Vec<Array>,
+    ) -> Result<Vec<Array>> {
         for o in &outputs {
             if checked_nbytes(&o.shape, o.dtype.size()).is_none() {
                 return Err(Error::too_big(primitive.name(), &o.shape, o.dtype));
             }
         }
         let recipe = Arc::new(Recipe {
-            primitive: Box::new(primitive),
+            primitive,
             inputs,
             stream: current_stream(),
             outputs: outputs.clone(),

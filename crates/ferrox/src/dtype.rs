@@ -304,6 +304,20 @@ impl Dtype {
     }
 }
 
+/// Dtypes serialize as MLX's names (`"float32"`), as in exported files.
+impl serde::Serialize for Dtype {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Dtype {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Dtype, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Dtype::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown dtype {name:?}")))
+    }
+}
+
 impl fmt::Display for Dtype {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

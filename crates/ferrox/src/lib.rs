@@ -20,6 +20,7 @@ pub mod device;
 pub mod dtype;
 pub mod element;
 pub mod error;
+pub mod export;
 pub mod format;
 pub mod io;
 pub mod memory;

@@ -137,7 +137,7 @@ macro_rules! define_unary_op {
     ($($name:ident: $Var:ident, $kind:ident, $py:ident, $doc:literal, |$x:ident, $y:ident| $d:expr;)*) => {
         /// Elementwise functions of one argument: the rows of
         /// [`unary_ops!`](crate::unary_ops).
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
         pub enum UnaryOp {
             $(#[doc = $doc] $Var,)*
         }
@@ -256,7 +256,7 @@ macro_rules! define_binary_op {
     ($($name:ident: $Var:ident, $kind:ident, $doc:literal, |$a:ident, $b:ident, $out:ident| $d:expr;)*) => {
         /// Elementwise functions of two arguments of one dtype: the rows of
         /// [`binary_ops!`](crate::binary_ops).
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
         pub enum BinaryOp {
             $(#[doc = $doc] $Var,)*
         }
@@ -299,7 +299,7 @@ impl BinaryOp {
 }
 
 /// Reductions over a set of axes.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum ReduceOp {
     /// Sum (f16/bf16 accumulate in f32; integers wrap).
     Sum,
@@ -316,7 +316,7 @@ pub enum ReduceOp {
 /// next element by the op's element function (`element/`), so values and
 /// NaN handling are those of `add`, `multiply`, `maximum`, `minimum` and
 /// `logaddexp`; an exclusive scan starts from the op's identity.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum ScanOp {
     /// Running sum (integers wrap, bool is or); identity 0.
     Sum,
@@ -348,7 +348,7 @@ impl ScanOp {
 }
 
 /// Index-of reductions along one axis; results are uint32.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum ArgReduceOp {
     /// Index of the first largest element.
     ArgMax,
@@ -359,7 +359,7 @@ pub enum ArgReduceOp {
 /// How [`Backend::scatter`] combines an update with the element it lands on.
 /// Updates landing on one element combine in an unspecified order (for
 /// `Assign`, one of them wins).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum ScatterOp {
     /// Replaces the element (MLX's `scatter`).
     Assign,
@@ -394,7 +394,7 @@ impl ScatterOp {
 /// out as MLX's `RandomBits`, see `cpu/random.rs`): its raw bits, or one of
 /// the samplers fused with it so that a sample costs one pass over the
 /// output. Each computes exactly MLX's sequence of float32 ops.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum RandomOp {
     /// The generator's bytes as uint8, uint16 or uint32 (MLX's `bits`).
     Bits,

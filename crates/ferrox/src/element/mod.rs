@@ -18,7 +18,7 @@ pub use float::{FloatElement, RealFloatElement};
 pub use int::BitsElement;
 
 /// A Rust scalar of any dtype: fill values, `item()`, and the bridge of casts.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Scalar {
     /// A boolean.
     Bool(bool),

@@ -447,36 +447,10 @@ pub fn contiguous(a: &Array, allow_col_major: bool) -> Result<Array> {
 /// # Ok::<(), ferrox::Error>(())
 /// ```
 pub fn as_strided(a: &Array, shape: Option<&[usize]>, strides: Option<&[isize]>, offset: usize) -> Result<Array> {
-    let op = "as_strided";
     let shape = shape.map_or_else(|| a.shape().to_vec(), |s| s.to_vec());
-    let strides = match strides {
-        Some(s) if s.len() != shape.len() => {
-            return Err(Error::invalid(
-                op,
-                format!("Got {} strides for a shape of {} dimensions.", s.len(), shape.len()),
-            ))
-        }
-        Some(s) => s.to_vec(),
-        None => crate::shape::contiguous_strides(&shape),
-    };
-    if crate::shape::numel(&shape) > 0 {
-        let (mut lo, mut hi) = (offset as i128, offset as i128);
-        for (&n, &s) in shape.iter().zip(&strides) {
-            let reach = (n as i128 - 1) * s as i128;
-            if reach < 0 {
-                lo += reach;
-            } else {
-                hi += reach;
-            }
-        }
-        if lo < 0 || hi >= a.size() as i128 {
-            return Err(Error::invalid(
-                op,
-                format!("The view reaches elements {lo} to {hi}, outside the {} elements of the array.", a.size()),
-            ));
-        }
-    }
+    let strides = strides.map_or_else(|| crate::shape::contiguous_strides(&shape), |s| s.to_vec());
     let p = AsStrided { shape: shape.clone(), strides, offset };
+    p.check_reach(a.size())?;
     Array::from_primitive(shape, a.dtype(), p, vec![a.clone()])
 }
 

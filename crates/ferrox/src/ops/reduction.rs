@@ -31,12 +31,7 @@ fn dropped_shape(a: &Array, axes: &[usize]) -> Vec<usize> {
 
 fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = reduce_axes(name, a, axes)?;
-    // As MLX: sums and products of narrow integers accumulate in 32 bits.
-    let out_dtype = match (op, a.dtype()) {
-        (ReduceOp::Sum | ReduceOp::Prod, Dtype::Bool | Dtype::I8 | Dtype::I16) => Dtype::I32,
-        (ReduceOp::Sum | ReduceOp::Prod, Dtype::U8 | Dtype::U16) => Dtype::U32,
-        (_, d) => d,
-    };
+    let out_dtype = crate::primitives::reduce_dtype(op, a.dtype());
     if matches!(op, ReduceOp::Max | ReduceOp::Min) && axes.iter().any(|&i| a.shape()[i] == 0) {
         return Err(Error::invalid(name, format!("Cannot {name} reduce zero size array.")));
     }

@@ -6,7 +6,7 @@ use crate::backend::Backend;
 use crate::error::Result;
 
 /// Joins inputs of one dtype along `axis`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Concatenate {
     /// The joined axis.
     pub axis: usize,
@@ -15,6 +15,27 @@ pub struct Concatenate {
 impl Primitive for Concatenate {
     fn name(&self) -> &'static str {
         "concatenate"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let name = self.name();
+        let first = inputs.first().ok_or_else(|| super::mismatch(name, "takes at least one input."))?;
+        super::same_dtype(name, inputs, first.dtype())?;
+        let nd = first.ndim();
+        let mut shape = first.shape().to_vec();
+        if self.axis >= nd {
+            return Err(super::mismatch(name, format!("axis {} of {nd}-dimensional inputs.", self.axis)));
+        }
+        shape[self.axis] = 0;
+        for x in inputs {
+            if x.ndim() != nd || (0..nd).any(|i| i != self.axis && x.shape()[i] != first.shape()[i]) {
+                return Err(super::mismatch(
+                    name,
+                    format!("inputs of shapes {:?} and {:?}.", first.shape(), x.shape()),
+                ));
+            }
+            shape[self.axis] += x.shape()[self.axis];
+        }
+        super::one_output(shape, first.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let parts: Vec<_> = inputs.iter().map(|x| (&*x.storage, &x.layout)).collect();

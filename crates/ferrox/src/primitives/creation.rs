@@ -1,29 +1,13 @@
 //! Primitives without inputs that create data.
 
-use super::{fresh, OutputSpec, Primitive};
+use super::{fresh, no_input_rules, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::element::Scalar;
 use crate::error::Result;
 
-/// Transform rules of a primitive without inputs: nothing to differentiate,
-/// a zero tangent, never batched.
-macro_rules! no_input_rules {
-    () => {
-        fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-            Ok(vec![])
-        }
-        fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
-            Ok(vec![crate::ops::zeros_like(&outputs[0])?])
-        }
-        fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
-            super::unbatchable(self.name())
-        }
-    };
-}
-
 /// Every element equal to one value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Full(pub Scalar);
 
 impl Primitive for Full {
@@ -38,7 +22,7 @@ impl Primitive for Full {
 }
 
 /// `start + i * step` along a 1-D output.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Arange {
     /// First value.
     pub start: f64,
@@ -58,7 +42,7 @@ impl Primitive for Arange {
 }
 
 /// Ones on diagonal `k` of a 2-D output, zeros elsewhere.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Eye {
     /// The diagonal (0 main, > 0 above, < 0 below).
     pub k: isize,

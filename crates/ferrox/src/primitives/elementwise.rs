@@ -1,6 +1,6 @@
 //! Elementwise primitives: unary and binary maps, select and casts.
 
-use super::{constant, fresh, OutputSpec, Primitive};
+use super::{arity, constant, fresh, mismatch, one_output, same_dtype, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::{Backend, BinaryOp, UnaryOp};
 use crate::dtype::Dtype;
@@ -19,7 +19,7 @@ fn indicator(mask: Result<Array>, like: &Array) -> Result<Array> {
 
 /// A unary elementwise function (a row of [`unary_ops!`](crate::unary_ops));
 /// the output dtype follows the op's kind.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Unary(pub UnaryOp);
 
 macro_rules! unary_derivatives {
@@ -44,6 +44,14 @@ impl Primitive for Unary {
     fn name(&self) -> &'static str {
         self.0.name()
     }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        let (x, kind) = (&inputs[0], self.0.kind());
+        if kind.compute_dtype(x.dtype()) != Some(x.dtype()) {
+            return Err(mismatch(self.name(), format!("has no kernel for {}.", x.dtype())));
+        }
+        one_output(x.shape().to_vec(), kind.kernel_output(x.dtype()))
+    }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
         Ok(fresh(backend.unary(self.0, &x.storage, &x.layout)?, &outputs[0].shape))
@@ -66,7 +74,7 @@ impl Primitive for Unary {
 
 /// A binary elementwise function with broadcasting (a row of
 /// [`binary_ops!`](crate::binary_ops)); inputs share a dtype.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Binary(pub BinaryOp);
 
 /// Zero partial derivatives (piecewise-constant ops), in the output's
@@ -97,6 +105,16 @@ crate::binary_ops!(binary_partials);
 impl Primitive for Binary {
     fn name(&self) -> &'static str {
         self.0.name()
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 2)?;
+        let (dtype, kind) = (inputs[0].dtype(), self.0.kind());
+        same_dtype(self.name(), inputs, dtype)?;
+        if kind.compute_dtype(dtype) != Some(dtype) {
+            return Err(mismatch(self.name(), format!("has no kernel for {dtype}.")));
+        }
+        let shape = ops::broadcast_pair(self.name(), inputs[0].shape(), inputs[1].shape())?;
+        one_output(shape, kind.kernel_output(dtype))
     }
     fn reads_host_scalars(&self) -> bool {
         true
@@ -136,12 +154,19 @@ impl Primitive for Binary {
 }
 
 /// `where(cond, x, y)` with broadcasting.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Select;
 
 impl Primitive for Select {
     fn name(&self) -> &'static str {
         "where"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 3)?;
+        same_dtype(self.name(), &inputs[..1], Dtype::Bool)?;
+        same_dtype(self.name(), &inputs[1..], inputs[1].dtype())?;
+        let xy = ops::broadcast_pair(self.name(), inputs[1].shape(), inputs[2].shape())?;
+        one_output(ops::broadcast_pair(self.name(), inputs[0].shape(), &xy)?, inputs[1].dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let shape = &outputs[0].shape;
@@ -178,12 +203,16 @@ impl Primitive for Select {
 }
 
 /// Conversion to another dtype (a contiguous copy).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AsType(pub Dtype);
 
 impl Primitive for AsType {
     fn name(&self) -> &'static str {
         "astype"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        one_output(inputs[0].shape().to_vec(), self.0)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];

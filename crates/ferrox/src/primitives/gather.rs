@@ -15,7 +15,7 @@ use crate::ops;
 
 /// MLX's `Gather`: inputs `[x, index arrays...]` (all of one shape `I`);
 /// output `I ++ slice_sizes` (see [`ops::gather`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Gather {
     /// The axis each index array indexes.
     pub axes: Vec<usize>,
@@ -63,6 +63,21 @@ fn batch_index(shape: &[usize]) -> Result<Array> {
     ops::broadcast_to(&r, shape)
 }
 
+/// Checks index inputs against `x` and their axes (one integer array per
+/// distinct axis, all of one shape) and returns their shape.
+fn index_specs(name: &'static str, x: &Array, indices: &[Array], axes: &[usize]) -> Result<Vec<usize>> {
+    let mut seen = vec![false; x.ndim()];
+    let axes_ok = axes.iter().all(|&a| a < x.ndim() && !std::mem::replace(&mut seen[a], true));
+    if indices.len() != axes.len() || !axes_ok {
+        return Err(super::mismatch(name, format!("{} index arrays for axes {axes:?}.", indices.len())));
+    }
+    let shape = indices.first().map_or(vec![], |i| i.shape().to_vec());
+    if indices.iter().any(|i| !i.dtype().is_integer() || i.shape() != shape.as_slice()) {
+        return Err(super::mismatch(name, "index arrays must be integers of one shape."));
+    }
+    Ok(shape)
+}
+
 fn isize_axes(axes: &[usize]) -> Vec<isize> {
     axes.iter().map(|&d| d as isize).collect()
 }
@@ -70,6 +85,15 @@ fn isize_axes(axes: &[usize]) -> Vec<isize> {
 impl Primitive for Gather {
     fn name(&self) -> &'static str {
         "Gather"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let x = inputs.first().ok_or_else(|| super::mismatch("gather", "takes an array to index."))?;
+        let mut shape = index_specs("gather", x, &inputs[1..], &self.axes)?;
+        if self.slice_sizes.len() != x.ndim() || self.slice_sizes.iter().zip(x.shape()).any(|(s, d)| s > d) {
+            return Err(super::mismatch("gather", format!("slices {:?} of shape {:?}.", self.slice_sizes, x.shape())));
+        }
+        shape.extend_from_slice(&self.slice_sizes);
+        super::one_output(shape, x.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -126,7 +150,7 @@ impl Primitive for Gather {
 
 /// MLX's `Scatter`: inputs `[base, index arrays..., updates]`; output the
 /// base's shape (see [`ops::scatter_with`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Scatter {
     /// How updates combine with the elements they land on.
     pub op: ScatterOp,
@@ -148,6 +172,25 @@ impl Scatter {
 impl Primitive for Scatter {
     fn name(&self) -> &'static str {
         self.op.name()
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let name = self.name();
+        if inputs.len() < 2 {
+            return Err(super::mismatch(name, "takes an array and updates."));
+        }
+        let (base, updates) = (&inputs[0], &inputs[inputs.len() - 1]);
+        let index_shape = index_specs(name, base, &inputs[1..inputs.len() - 1], &self.axes)?;
+        super::same_dtype(name, &[updates.clone()], base.dtype())?;
+        let fits = updates.ndim() == index_shape.len() + base.ndim()
+            && updates.shape().starts_with(&index_shape)
+            && updates.shape()[index_shape.len()..].iter().zip(base.shape()).all(|(u, b)| u <= b);
+        if !fits {
+            return Err(super::mismatch(
+                name,
+                format!("updates of shape {:?} for {:?}.", updates.shape(), base.shape()),
+            ));
+        }
+        super::one_output(base.shape().to_vec(), base.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let (base, updates) = (&inputs[0], &inputs[inputs.len() - 1]);

@@ -1,6 +1,6 @@
 //! Reading an array's bytes out of a loaded file, when it is evaluated.
 
-use super::{fresh, OutputSpec, Primitive};
+use super::{fresh, no_input_rules, opaque_primitive, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::{Backend, Storage};
@@ -60,13 +60,7 @@ impl Primitive for Load {
         };
         Ok(fresh(storage, &o.shape))
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        Ok(vec![])
-    }
-    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
-        Ok(vec![crate::ops::zeros_like(&outputs[0])?])
-    }
-    fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<super::Batched> {
-        super::unbatchable(self.name())
-    }
+    no_input_rules!();
 }
+
+opaque_primitive!(Load);

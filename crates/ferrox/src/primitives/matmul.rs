@@ -11,12 +11,24 @@ fn swap_last(x: &Array) -> Result<Array> {
 }
 
 /// `a @ b` for inputs of rank ≥ 2 whose batch dims broadcast together.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Matmul;
 
 impl Primitive for Matmul {
     fn name(&self) -> &'static str {
         "matmul"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 2)?;
+        super::same_dtype(self.name(), inputs, inputs[0].dtype())?;
+        let (a, b) = (inputs[0].shape(), inputs[1].shape());
+        let (an, bn) = (a.len(), b.len());
+        if an < 2 || bn < 2 || a[an - 1] != b[bn - 2] {
+            return Err(super::mismatch(self.name(), format!("cannot multiply {a:?} by {b:?}.")));
+        }
+        let mut shape = ops::broadcast_pair(self.name(), &a[..an - 2], &b[..bn - 2])?;
+        shape.extend_from_slice(&[a[an - 2], b[bn - 1]]);
+        super::one_output(shape, inputs[0].dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let out_shape = &outputs[0].shape;

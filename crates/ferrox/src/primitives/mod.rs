@@ -1,14 +1,17 @@
 //! Graph primitives: one type per kind of node. A primitive knows its name,
-//! its parameters (`Debug` shows them; equality for compile's
-//! common-subexpression pass compares them) and how to evaluate itself by
-//! calling its device's [`Backend`]. Ops in [`crate::ops`] validate inputs
-//! and infer output shapes and dtypes before creating a primitive, so
-//! `eval` never re-checks them.
+//! its parameters (serializable, and compared by [`PrimitiveIdentity`] for
+//! compile and export), its output shapes and dtypes for given inputs, and
+//! how to evaluate itself by calling its device's [`Backend`]. Ops in
+//! [`crate::ops`] validate inputs and infer output shapes and dtypes before
+//! creating a primitive, so `eval` never re-checks them; graphs rebuilt
+//! without the ops (an imported function) are checked by
+//! [`Primitive::output_specs`] instead.
 
 mod concatenate;
 mod creation;
 mod elementwise;
 mod gather;
+mod identity;
 mod load;
 mod matmul;
 mod random;
@@ -21,9 +24,12 @@ pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use elementwise::{AsType, Binary, Select, Unary};
 pub use gather::{Gather, Scatter};
+pub(crate) use identity::opaque_primitive;
+pub use identity::{decode, PrimitiveIdentity, TAGS};
 pub use load::Load;
 pub use matmul::Matmul;
 pub use random::RandomBits;
+pub(crate) use reduction::reduce_dtype;
 pub use reduction::{ArgReduce, Reduce};
 pub use scan::Scan;
 pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
@@ -40,7 +46,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Shape and dtype of one output of a primitive.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OutputSpec {
     /// The output's shape.
     pub shape: Vec<usize>,
@@ -49,7 +55,7 @@ pub struct OutputSpec {
 }
 
 /// A kind of graph node.
-pub trait Primitive: Send + Sync + fmt::Debug {
+pub trait Primitive: Send + Sync + fmt::Debug + PrimitiveIdentity {
     /// The primitive's name (MLX's, where MLX has one).
     fn name(&self) -> &'static str;
 
@@ -71,6 +77,24 @@ pub trait Primitive: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The shape and dtype of each output for `inputs`, checked as the op
+    /// builders check them (so that `eval` may trust them), without
+    /// evaluating anything. Shapeless export and import rebuild graphs
+    /// with it. Primitives whose outputs do not follow from their inputs
+    /// (creation from parameters alone) return an error.
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let _ = inputs;
+        Err(crate::error::Error::invalid(self.name(), "cannot infer its output shapes from its inputs."))
+    }
+
+    /// Whether the parameters were computed from the traced input shapes
+    /// and are only right for them (a slice's window, a strided view):
+    /// shapeless export refuses such primitives, as MLX's shapeless
+    /// compile does.
+    fn fixes_input_shapes(&self) -> bool {
+        false
+    }
+
     /// Computes the outputs from evaluated inputs (already on `backend`'s device).
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>>;
 
@@ -85,6 +109,50 @@ pub trait Primitive: Send + Sync + fmt::Debug {
     /// optional batch axis each (at least one is batched), with the batch
     /// axes of the outputs.
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched>;
+}
+
+/// Transform rules of a primitive without inputs: nothing to differentiate,
+/// a zero tangent, never batched.
+macro_rules! no_input_rules {
+    () => {
+        fn vjp(&self, _: &[Array], _: &[Array], _: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+            Ok(vec![])
+        }
+        fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+            Ok(vec![crate::ops::zeros_like(&outputs[0])?])
+        }
+        fn vmap(&self, _: &[Array], _: &[Option<usize>]) -> Result<$crate::primitives::Batched> {
+            $crate::primitives::unbatchable(self.name())
+        }
+    };
+}
+pub(crate) use no_input_rules;
+
+/// One output of `shape` and `dtype` (for [`Primitive::output_specs`]).
+pub(crate) fn one_output(shape: Vec<usize>, dtype: Dtype) -> Result<Vec<OutputSpec>> {
+    Ok(vec![OutputSpec { shape, dtype }])
+}
+
+/// Checks that a primitive got `n` inputs.
+pub(crate) fn arity(name: &'static str, inputs: &[Array], n: usize) -> Result<()> {
+    if inputs.len() == n {
+        Ok(())
+    } else {
+        Err(mismatch(name, format!("takes {n} inputs, got {}.", inputs.len())))
+    }
+}
+
+/// Checks that every input has `dtype`.
+pub(crate) fn same_dtype(name: &'static str, inputs: &[Array], dtype: Dtype) -> Result<()> {
+    match inputs.iter().find(|x| x.dtype() != dtype) {
+        Some(x) => Err(mismatch(name, format!("inputs must share dtype {dtype}, got {}.", x.dtype()))),
+        None => Ok(()),
+    }
+}
+
+/// The error for inputs that the primitive's parameters do not fit.
+pub(crate) fn mismatch(name: &'static str, msg: impl Into<String>) -> crate::error::Error {
+    crate::error::Error::invalid(name, msg)
 }
 
 /// Outputs of a batching rule and the batch axis of each.

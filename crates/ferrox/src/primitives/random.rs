@@ -12,7 +12,7 @@ use crate::shape::numel;
 /// `[..., 2]`; the leading axes (none, unless added by vmap) hold one key
 /// each. Output: `shape` (those leading axes, then the per-key sample
 /// shape) of `dtype`, each key's values in MLX's layout.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RandomBits {
     /// Raw bits or a fused sampler.
     pub op: RandomOp,
@@ -25,6 +25,18 @@ pub struct RandomBits {
 impl Primitive for RandomBits {
     fn name(&self) -> &'static str {
         self.op.name()
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 1)?;
+        let keys = inputs[0].shape();
+        let lead = keys.len().saturating_sub(1);
+        if inputs[0].dtype() != Dtype::U32 || keys.last() != Some(&2) || !self.shape.starts_with(&keys[..lead]) {
+            return Err(super::mismatch(
+                self.name(),
+                format!("keys of shape {keys:?} for an output of {:?}.", self.shape),
+            ));
+        }
+        super::one_output(self.shape.clone(), self.dtype)
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {

@@ -3,6 +3,7 @@
 use super::{fresh, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::{ArgReduceOp, Backend, ReduceOp};
+use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::ops;
 
@@ -54,8 +55,26 @@ impl Reduce {
     }
 }
 
+/// The output dtype of a reduction of `dtype`: as MLX, sums and products of
+/// narrow integers accumulate in 32 bits.
+pub(crate) fn reduce_dtype(op: ReduceOp, dtype: Dtype) -> Dtype {
+    match (op, dtype) {
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::Bool | Dtype::I8 | Dtype::I16) => Dtype::I32,
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::U8 | Dtype::U16) => Dtype::U32,
+        (_, d) => d,
+    }
+}
+
+/// Checks that `axes` are increasing and below `ndim`.
+fn check_axes(name: &'static str, axes: &[usize], ndim: usize) -> Result<()> {
+    if axes.iter().any(|&a| a >= ndim) || axes.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(super::mismatch(name, format!("axes {axes:?} of a {ndim}-dimensional input.")));
+    }
+    Ok(())
+}
+
 /// Reduces `axes` (sorted, unique); the output keeps them with extent 1.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reduce {
     /// Which reduction.
     pub op: ReduceOp,
@@ -71,6 +90,16 @@ impl Primitive for Reduce {
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
         }
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 1)?;
+        let x = &inputs[0];
+        check_axes(self.name(), &self.axes, x.ndim())?;
+        if matches!(self.op, ReduceOp::Max | ReduceOp::Min) && self.axes.iter().any(|&i| x.shape()[i] == 0) {
+            return Err(super::mismatch(self.name(), "Cannot reduce a zero size axis."));
+        }
+        let shape = x.shape().iter().enumerate().map(|(i, &d)| if self.axes.contains(&i) { 1 } else { d }).collect();
+        super::one_output(shape, reduce_dtype(self.op, x.dtype()))
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -100,7 +129,7 @@ impl Primitive for Reduce {
 }
 
 /// Index of the max/min along `axis` (kept with extent 1), as uint32.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArgReduce {
     /// Which arg-reduction.
     pub op: ArgReduceOp,
@@ -114,6 +143,17 @@ impl Primitive for ArgReduce {
             ArgReduceOp::ArgMax => "argmax",
             ArgReduceOp::ArgMin => "argmin",
         }
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 1)?;
+        let x = &inputs[0];
+        check_axes(self.name(), &[self.axis], x.ndim())?;
+        if x.size() == 0 {
+            return Err(super::mismatch(self.name(), "Cannot reduce an empty array."));
+        }
+        let mut shape = x.shape().to_vec();
+        shape[self.axis] = 1;
+        super::one_output(shape, Dtype::U32)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::ops;
 
 /// Scans `op` along `axis`; the output has the input's shape and dtype.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Scan {
     /// Which scan.
     pub op: ScanOp,
@@ -33,6 +33,14 @@ pub struct Scan {
 impl Primitive for Scan {
     fn name(&self) -> &'static str {
         self.op.name()
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 1)?;
+        let x = &inputs[0];
+        if self.axis >= x.ndim() || ops::scan_dtype(self.op, x.dtype()) != x.dtype() {
+            return Err(super::mismatch(self.name(), format!("axis {} of {:?} {}.", self.axis, x.shape(), x.dtype())));
+        }
+        super::one_output(x.shape().to_vec(), x.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];

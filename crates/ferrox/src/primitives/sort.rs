@@ -17,6 +17,7 @@
 use super::{fresh, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::ops;
 
@@ -32,9 +33,27 @@ fn scattered(x: &Array, c: &Array, positions: &Array, axis: usize) -> Result<Arr
     ops::put_along_axis_add(&ops::zeros_like(x)?, &ops::stop_gradient(positions)?, c, axis as isize)
 }
 
+/// The outputs of a sort-like primitive along `axis` (with `kth` below the
+/// axis extent for partitions): the input's shape, and `dtype` (or the
+/// input's dtype).
+fn line_specs(
+    name: &'static str,
+    inputs: &[Array],
+    axis: usize,
+    kth: Option<usize>,
+    dtype: Option<Dtype>,
+) -> Result<Vec<OutputSpec>> {
+    super::arity(name, inputs, 1)?;
+    let x = &inputs[0];
+    if axis >= x.ndim() || kth.is_some_and(|k| k >= x.shape()[axis].max(1)) {
+        return Err(super::mismatch(name, format!("axis {axis} (kth {kth:?}) of shape {:?}.", x.shape())));
+    }
+    super::one_output(x.shape().to_vec(), dtype.unwrap_or(x.dtype()))
+}
+
 /// The values of each line along `axis`, sorted ascending (stable, NaN
 /// last; see [`Backend::sort`]). Output: the input's shape and dtype.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sort {
     /// The sorted axis.
     pub axis: usize,
@@ -43,6 +62,9 @@ pub struct Sort {
 impl Primitive for Sort {
     fn name(&self) -> &'static str {
         "sort"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        line_specs(self.name(), inputs, self.axis, None, None)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -63,7 +85,7 @@ impl Primitive for Sort {
 
 /// The uint32 positions that sort each line along `axis` (stable, NaN
 /// last). Output: the input's shape.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArgSort {
     /// The sorted axis.
     pub axis: usize,
@@ -72,6 +94,9 @@ pub struct ArgSort {
 impl Primitive for ArgSort {
     fn name(&self) -> &'static str {
         "argsort"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        line_specs(self.name(), inputs, self.axis, None, Some(Dtype::U32))
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -91,7 +116,7 @@ impl Primitive for ArgSort {
 /// Each line along `axis` partitioned around its `kth` element (evaluated
 /// as a full sort, which satisfies the contract). Output: the input's
 /// shape and dtype.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// The position (in `0..n`) that holds its sorted element.
     pub kth: usize,
@@ -102,6 +127,9 @@ pub struct Partition {
 impl Primitive for Partition {
     fn name(&self) -> &'static str {
         "partition"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        line_specs(self.name(), inputs, self.axis, Some(self.kth), None)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -123,7 +151,7 @@ impl Primitive for Partition {
 
 /// The uint32 positions that partition each line along `axis` around its
 /// `kth` element (evaluated as an argsort). Output: the input's shape.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArgPartition {
     /// The position (in `0..n`) that holds its sorted element.
     pub kth: usize,
@@ -134,6 +162,9 @@ pub struct ArgPartition {
 impl Primitive for ArgPartition {
     fn name(&self) -> &'static str {
         "argpartition"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        line_specs(self.name(), inputs, self.axis, Some(self.kth), Some(Dtype::U32))
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -155,7 +186,7 @@ impl Primitive for ArgPartition {
 /// `sorted` (input 0) of the same dtype: on the left (the count of elements
 /// before each value) or the right (the count not after it). Output:
 /// uint32 with the shape of `values`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SearchSorted {
     /// Whether to return the right insertion point.
     pub right: bool,
@@ -164,6 +195,17 @@ pub struct SearchSorted {
 impl Primitive for SearchSorted {
     fn name(&self) -> &'static str {
         "searchsorted"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 2)?;
+        super::same_dtype(self.name(), inputs, inputs[0].dtype())?;
+        if inputs[0].ndim() != 1 || inputs[0].size() as u64 > u64::from(u32::MAX) {
+            return Err(super::mismatch(
+                self.name(),
+                "The sorted sequence must be 1-D with at most 2^32 - 1 elements.",
+            ));
+        }
+        super::one_output(inputs[1].shape().to_vec(), Dtype::U32)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let (s, v) = (&inputs[0], &inputs[1]);

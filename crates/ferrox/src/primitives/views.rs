@@ -2,18 +2,43 @@
 //! reshape whose strides cannot express the new shape (which copies) and
 //! `SliceUpdate` (a copy with a window overwritten).
 
-use super::{fresh, view, OutputSpec, Primitive};
+use super::{arity, fresh, mismatch, one_output, same_dtype, view, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::ops;
+use crate::shape::numel;
+
+/// The single input's shape and dtype, unchanged.
+fn same_as_input(name: &'static str, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+    arity(name, inputs, 1)?;
+    one_output(inputs[0].shape().to_vec(), inputs[0].dtype())
+}
+
+/// Checks a strided window (`start`, `len`, `step` per axis) against `shape`:
+/// every index it reads lies inside.
+fn check_window(name: &'static str, shape: &[usize], start: &[usize], len: &[usize], step: &[isize]) -> Result<()> {
+    if start.len() != shape.len() || len.len() != shape.len() || step.len() != shape.len() {
+        return Err(mismatch(
+            name,
+            format!("window of {} axes for an array of {} dimensions.", len.len(), shape.len()),
+        ));
+    }
+    for (axis, (((&n, &s), &l), &st)) in shape.iter().zip(start).zip(len).zip(step).enumerate() {
+        let last = s as i128 + (l as i128 - 1) * st as i128;
+        if st == 0 || (l > 0 && (s >= n || last < 0 || last >= n as i128)) {
+            return Err(mismatch(name, format!("window leaves axis {axis} of extent {n}.")));
+        }
+    }
+    Ok(())
+}
 
 fn isize_shape(shape: &[usize]) -> Vec<isize> {
     shape.iter().map(|&d| d as isize).collect()
 }
 
 /// A new shape with the same number of elements.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reshape {
     /// The target shape.
     pub shape: Vec<usize>,
@@ -22,6 +47,14 @@ pub struct Reshape {
 impl Primitive for Reshape {
     fn name(&self) -> &'static str {
         "reshape"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        let x = &inputs[0];
+        if numel(&self.shape) != x.size() {
+            return Err(mismatch(self.name(), format!("cannot reshape {} elements to {:?}.", x.size(), self.shape)));
+        }
+        one_output(self.shape.clone(), x.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -46,7 +79,7 @@ impl Primitive for Reshape {
 }
 
 /// A permutation of the axes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Transpose {
     /// New axis `i` is old axis `perm[i]`.
     pub perm: Vec<usize>,
@@ -55,6 +88,17 @@ pub struct Transpose {
 impl Primitive for Transpose {
     fn name(&self) -> &'static str {
         "transpose"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        let x = &inputs[0];
+        let mut seen = vec![false; x.ndim()];
+        if self.perm.len() != x.ndim()
+            || !self.perm.iter().all(|&p| p < x.ndim() && !std::mem::replace(&mut seen[p], true))
+        {
+            return Err(mismatch(self.name(), format!("{:?} is not a permutation of {} axes.", self.perm, x.ndim())));
+        }
+        one_output(self.perm.iter().map(|&p| x.shape()[p]).collect(), x.dtype())
     }
     fn is_view(&self) -> bool {
         true
@@ -80,7 +124,7 @@ impl Primitive for Transpose {
 }
 
 /// A strided window (basic indexing).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Slice {
     /// First index taken along each axis.
     pub start: Vec<usize>,
@@ -93,6 +137,14 @@ pub struct Slice {
 impl Primitive for Slice {
     fn name(&self) -> &'static str {
         "slice"
+    }
+    fn fixes_input_shapes(&self) -> bool {
+        true
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        check_window(self.name(), inputs[0].shape(), &self.start, &self.len, &self.step)?;
+        one_output(self.len.clone(), inputs[0].dtype())
     }
     fn is_view(&self) -> bool {
         true
@@ -127,7 +179,7 @@ impl Primitive for Slice {
 
 /// A copy of the first input with a strided window replaced by the second
 /// input (the inverse of [`Slice`]; MLX's `slice_update`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SliceUpdate {
     /// First index of the window along each axis.
     pub start: Vec<usize>,
@@ -140,6 +192,22 @@ pub struct SliceUpdate {
 impl Primitive for SliceUpdate {
     fn name(&self) -> &'static str {
         "slice_update"
+    }
+    fn fixes_input_shapes(&self) -> bool {
+        true
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 2)?;
+        let (base, update) = (&inputs[0], &inputs[1]);
+        same_dtype(self.name(), inputs, base.dtype())?;
+        check_window(self.name(), base.shape(), &self.start, &self.len, &self.step)?;
+        if update.shape() != self.len.as_slice() {
+            return Err(mismatch(
+                self.name(),
+                format!("update of shape {:?} for a window {:?}.", update.shape(), self.len),
+            ));
+        }
+        one_output(base.shape().to_vec(), base.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let (base, update) = (&inputs[0], &inputs[1]);
@@ -179,7 +247,7 @@ impl Primitive for SliceUpdate {
 }
 
 /// Broadcasting to a larger shape (stride-0 view).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BroadcastTo {
     /// The target shape.
     pub shape: Vec<usize>,
@@ -188,6 +256,14 @@ pub struct BroadcastTo {
 impl Primitive for BroadcastTo {
     fn name(&self) -> &'static str {
         "broadcast_to"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        let x = &inputs[0];
+        if crate::shape::broadcast_shapes(x.shape(), &self.shape).as_deref() != Some(self.shape.as_slice()) {
+            return Err(mismatch(self.name(), format!("cannot broadcast {:?} to {:?}.", x.shape(), self.shape)));
+        }
+        one_output(self.shape.clone(), x.dtype())
     }
     fn is_view(&self) -> bool {
         true
@@ -215,7 +291,7 @@ impl Primitive for BroadcastTo {
 
 /// The input with a dense layout: a view when it already has one, a copy
 /// otherwise (MLX's `contiguous`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Contiguous {
     /// Whether a column-major layout is dense enough.
     pub allow_col_major: bool,
@@ -224,6 +300,9 @@ pub struct Contiguous {
 impl Primitive for Contiguous {
     fn name(&self) -> &'static str {
         "contiguous"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        same_as_input(self.name(), inputs)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -248,12 +327,31 @@ impl Primitive for Contiguous {
 
 /// The input's bytes read as another dtype (MLX's `view`); the last axis
 /// scales with the ratio of the element sizes.
-#[derive(Debug, Clone, PartialEq)]
+/// The input's bytes reinterpreted as another dtype (the last axis scales
+/// by the ratio of the element sizes).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct View(pub crate::dtype::Dtype);
 
 impl Primitive for View {
     fn name(&self) -> &'static str {
         "view"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        let (x, (from, to)) = (&inputs[0], (inputs[0].dtype().size(), self.0.size()));
+        let mut shape = x.shape().to_vec();
+        if from != to {
+            match shape.last_mut() {
+                Some(last) if (*last * from) % to == 0 => *last = *last * from / to,
+                _ => {
+                    return Err(mismatch(
+                        self.name(),
+                        format!("cannot view {:?} {} as {}.", x.shape(), x.dtype(), self.0),
+                    ))
+                }
+            }
+        }
+        one_output(shape, self.0)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -273,12 +371,16 @@ impl Primitive for View {
 
 /// The input unchanged: a distinct node for the same data (gradient traces
 /// use it to tell a function's arguments apart).
-#[derive(Debug, Clone, PartialEq)]
+/// The input unchanged (a distinct node, e.g. a gradient trace's stand-in).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Identity;
 
 impl Primitive for Identity {
     fn name(&self) -> &'static str {
         "identity"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        same_as_input(self.name(), inputs)
     }
     fn is_view(&self) -> bool {
         true
@@ -298,12 +400,16 @@ impl Primitive for Identity {
 }
 
 /// The input unchanged, with zero derivative (MLX's `stop_gradient`).
-#[derive(Debug, Clone, PartialEq)]
+/// The input unchanged, but a constant for derivatives.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StopGradient;
 
 impl Primitive for StopGradient {
     fn name(&self) -> &'static str {
         "stop_gradient"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        same_as_input(self.name(), inputs)
     }
     fn blocks_derivatives(&self) -> bool {
         true
@@ -329,7 +435,7 @@ impl Primitive for StopGradient {
 /// (copied first unless already laid out so) with any shape, strides (in
 /// elements, negative and zero allowed) and offset. The op checks that
 /// every element it reaches lies inside the input.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AsStrided {
     /// The view's shape.
     pub shape: Vec<usize>,
@@ -340,6 +446,36 @@ pub struct AsStrided {
 }
 
 impl AsStrided {
+    /// Checks that the view reads only elements `0..size` of a row-major
+    /// input (as `as_strided` promises, unlike MLX's unchecked view).
+    pub(crate) fn check_reach(&self, size: usize) -> Result<()> {
+        if self.strides.len() != self.shape.len() {
+            return Err(mismatch(
+                "as_strided",
+                format!("Got {} strides for a shape of {} dimensions.", self.strides.len(), self.shape.len()),
+            ));
+        }
+        if numel(&self.shape) == 0 {
+            return Ok(());
+        }
+        let (mut lo, mut hi) = (self.offset as i128, self.offset as i128);
+        for (&n, &s) in self.shape.iter().zip(&self.strides) {
+            let reach = (n as i128 - 1) * s as i128;
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        if lo < 0 || hi >= size as i128 {
+            return Err(mismatch(
+                "as_strided",
+                format!("The view reaches elements {lo} to {hi}, outside the {size} elements of the array."),
+            ));
+        }
+        Ok(())
+    }
+
     /// The input position (row-major) of every element of the view, as a
     /// flat int64 array (for the derivative).
     fn positions(&self) -> Result<Array> {
@@ -360,6 +496,14 @@ impl AsStrided {
 impl Primitive for AsStrided {
     fn name(&self) -> &'static str {
         "AsStrided"
+    }
+    fn fixes_input_shapes(&self) -> bool {
+        true
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        arity(self.name(), inputs, 1)?;
+        self.check_reach(inputs[0].size())?;
+        one_output(self.shape.clone(), inputs[0].dtype())
     }
     fn is_view(&self) -> bool {
         true
@@ -403,7 +547,7 @@ impl Primitive for AsStrided {
 
 /// MLX's `Depends`: its outputs are views of the first `count` inputs, and
 /// evaluating them first evaluates the remaining inputs (the dependencies).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Depends {
     /// How many leading inputs are passed through.
     pub count: usize,
@@ -412,6 +556,12 @@ pub struct Depends {
 impl Primitive for Depends {
     fn name(&self) -> &'static str {
         "Depends"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        if self.count > inputs.len() {
+            return Err(mismatch(self.name(), format!("passes {} of {} inputs.", self.count, inputs.len())));
+        }
+        Ok(inputs[..self.count].iter().map(|x| OutputSpec { shape: x.shape().to_vec(), dtype: x.dtype() }).collect())
     }
     fn is_view(&self) -> bool {
         true

@@ -185,6 +185,8 @@ impl CustomTransforms {
     }
 }
 
+crate::primitives::opaque_primitive!(CustomTransforms);
+
 impl Primitive for CustomTransforms {
     fn name(&self) -> &'static str {
         "custom_function"
