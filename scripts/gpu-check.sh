@@ -11,9 +11,10 @@
 # Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
 # arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS
-# to benches/io.py (e.g. "--gb 1"). The file-format tests need the
-# safetensors and gguf packages: install their wheels into PYTHONPATH first
-# where the machine has no network.
+# to benches/io.py (e.g. "--gb 1"). Wheels in target/wheels/deps/ are
+# installed beside ferrox: the file-format tests need the safetensors and
+# gguf packages, and a machine without network gets them that way
+# (pip download --no-deps -d target/wheels/deps gguf).
 set -uo pipefail
 
 OUT=${OUT:-$PWD/gpu-check-logs}
@@ -29,7 +30,8 @@ if [ -z "$wheel" ] || [ ! -f "$wheel" ]; then
 fi
 site=/tmp/ferrox-site
 rm -rf "$site"
-python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" || exit 2
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" target/wheels/deps/*.whl 2>/dev/null \
+    || python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" || exit 2
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 
 python3 - <<'PY' | tee "$OUT/device.log"

@@ -25,7 +25,15 @@ def test_numpy_reads_ferrox_arrays_without_a_copy(dtype):
     assert not b.flags.writeable  # ferrox buffers are immutable
 
 
-def test_views_export_their_strides_and_offset():
+@pytest.fixture
+def on_cpu():
+    """NumPy reads host memory only: build the arrays on the CPU whatever
+    the default device."""
+    with fx.stream(fx.cpu):
+        yield
+
+
+def test_views_export_their_strides_and_offset(on_cpu):
     x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     a = fx.array(x)
     for view, expected in [
@@ -38,7 +46,7 @@ def test_views_export_their_strides_and_offset():
         np.testing.assert_array_equal(np.from_dlpack(view), expected)
 
 
-def test_exported_memory_outlives_the_array():
+def test_exported_memory_outlives_the_array(on_cpu):
     a = fx.arange(1000, dtype=fx.int64) * 3
     b = np.from_dlpack(a)
     del a
@@ -87,8 +95,9 @@ def test_from_dlpack_round_trip_and_arguments():
 @pytest.mark.skipif(not fx.cuda.is_available(), reason="needs a CUDA GPU")
 def test_torch_reads_ferrox_gpu_arrays():
     torch = pytest.importorskip("torch")
-    a = fx.arange(12, dtype=fx.float32, stream=fx.gpu).reshape(3, 4) * 2
-    fx.eval(a)
+    with fx.stream(fx.gpu):
+        a = fx.arange(12, dtype=fx.float32).reshape(3, 4) * 2
+        fx.eval(a)
     assert a.__dlpack_device__() == (2, 0)
     t = torch.from_dlpack(a)
     assert t.is_cuda
@@ -118,8 +127,9 @@ def test_torch_gpu_tensors_import_without_a_copy():
     del b
     torch.cuda.empty_cache()
     np.testing.assert_array_equal(np.array(fb.astype(fx.float32)), expected)
-    # copy=True gives a buffer of ferrox's own.
+    # copy=True gives a buffer of ferrox's own, copied before it returns.
     c = fx.from_dlpack(t, copy=True)
+    assert c.__dlpack_device__() == (2, 0)
     t.zero_()
     torch.cuda.synchronize()
     assert np.array(c).sum() != 0

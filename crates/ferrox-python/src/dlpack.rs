@@ -207,7 +207,7 @@ impl PyArray {
         copy: Option<bool>,
     ) -> PyResult<PyObject> {
         let _ = stream; // ferrox synchronizes before exporting GPU buffers.
-        let array = if copy == Some(true) { host_copy(&self.inner)? } else { self.inner.clone() };
+        let array = if copy == Some(true) { own_copy(&self.inner)? } else { self.inner.clone() };
         py.allow_threads(|| array.eval()).py()?;
         let (tensor, owner) = export(&array)?;
         if let Some((t, id)) = dl_device {
@@ -249,20 +249,26 @@ impl PyArray {
     }
 }
 
-/// A new host buffer holding `a`'s elements (what `copy=True` asks for).
-fn host_copy(a: &Array) -> PyResult<Array> {
+/// A new buffer of ferrox's own holding `a`'s elements, on `a`'s device
+/// (what `copy=True` asks for), computed before returning: the source may
+/// be foreign memory that its owner changes afterwards.
+fn own_copy(a: &Array) -> PyResult<Array> {
     let data = a.data().py()?;
-    if !matches!(&*data.storage, Storage::Cpu(_)) {
-        return Err(PyBufferError::new_err("[__dlpack__] copy=True is supported for host arrays only."));
+    if matches!(&*data.storage, Storage::Cpu(_)) {
+        let host = a.to_host().py()?;
+        return Ok(Array::from_data(
+            ferrox::ArrayData {
+                storage: Arc::new(Storage::Cpu(host)),
+                layout: ferrox::shape::Layout::contiguous(a.shape()),
+            },
+            a.dtype(),
+        ));
     }
-    let host = a.to_host().py()?;
-    Ok(Array::from_data(
-        ferrox::ArrayData {
-            storage: Arc::new(Storage::Cpu(host)),
-            layout: ferrox::shape::Layout::contiguous(a.shape()),
-        },
-        a.dtype(),
-    ))
+    let stream = ferrox::device::default_stream(data.storage.device());
+    let copy = ferrox::device::with_stream(stream, || ferrox::ops::where_(&Array::scalar(true), a, a)).py()?;
+    copy.eval().py()?;
+    ferrox::synchronize(Some(stream)).py()?;
+    Ok(copy)
 }
 
 /// How to give a taken tensor back to its producer.
@@ -399,7 +405,7 @@ fn copy_host_tensor(t: &DLTensor) -> PyResult<Array> {
 fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<PyArray> {
     if let Ok(a) = x.downcast::<PyArray>() {
         let inner = a.borrow().inner.clone();
-        return Ok(PyArray::wrap(if copy == Some(true) { host_copy(&inner)? } else { inner }));
+        return Ok(PyArray::wrap(if copy == Some(true) { own_copy(&inner)? } else { inner }));
     }
     if !x.hasattr("__dlpack__")? {
         return Err(PyTypeError::new_err(format!(
@@ -446,7 +452,7 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
     if device_type == CUDA {
         let shared = import_device_tensor(tensor, gpu_stream, taken.release);
         let array = match (shared, copy) {
-            (Ok(a), Some(true)) => ferrox::ops::where_(&Array::scalar(true), &a, &a).py()?,
+            (Ok(a), Some(true)) => own_copy(&a)?,
             (Ok(a), _) => a,
             (Err(e), _) => return Err(e),
         };
