@@ -2,9 +2,10 @@
 //!
 //! Index arrays are first copied to contiguous int64 over the index shape,
 //! so the kernels read them without layouts; one thread handles one
-//! (index position, slice element) pair. Scatters update the output with
-//! atomics (native additions where the hardware has them, compare-and-swap
-//! loops otherwise). Out-of-range indices read zeros and drop updates: the
+//! (index position, slice element) pair, except for gathers of long
+//! contiguous slices (rows), where one block copies one slice. Scatters
+//! update the output with atomics (native additions where the hardware has
+//! them, compare-and-swap loops otherwise). Out-of-range indices read zeros and drop updates: the
 //! GPU cannot raise an error without stopping the stream.
 
 use super::elementwise::copy;
@@ -64,6 +65,23 @@ fn index_block(
     Ok((block, keep))
 }
 
+/// Slices at least this long that are contiguous runs of the source take
+/// the row kernel (one block per index position).
+const ROW_KERNEL_MIN: usize = 256;
+
+/// Whether the elements of a slice of `slice_sizes` read with `strides` are
+/// one contiguous run (offsets `0..n`).
+fn is_contiguous_run(slice_sizes: &[usize], strides: &[isize]) -> bool {
+    let mut expected = 1isize;
+    for (&n, &st) in slice_sizes.iter().zip(strides).rev().filter(|(n, _)| **n > 1) {
+        if st != expected {
+            return false;
+        }
+        expected *= n as isize;
+    }
+    true
+}
+
 /// See [`Backend::gather`](crate::backend::Backend::gather).
 pub(crate) fn gather(
     s: &Arc<GpuStream>,
@@ -80,6 +98,13 @@ pub(crate) fn gather(
         return Ok(out);
     }
     let (block, _keep) = index_block(s, "gather", indices, axes, &lx.shape, &lx.strides, slice_sizes)?;
+    if slice_n >= ROW_KERNEL_MIN && is_contiguous_run(slice_sizes, &lx.strides) {
+        let args =
+            Args::new().arg(x.ptr_at(lx.offset)).arg(out.ptr_at(0)).arg(n_idx as i64).arg(slice_n as i64).arg(block);
+        let blocks = n_idx.min(1 << 20) as u32;
+        launch(Family::Gather, x.dtype(), "gather_rows", (blocks, 1, 1), (BLOCK, 1, 1), s, args)?;
+        return Ok(out);
+    }
     let st = Strided::new("gather", slice_sizes, [&lx.strides])?;
     let args = Args::new()
         .arg(x.ptr_at(lx.offset))
@@ -129,5 +154,5 @@ pub(crate) fn scatter(
 }
 
 /// The kernels `gather.cu` defines (for the NVRTC check).
-pub(crate) const KERNEL_NAMES: [&str; 6] =
-    ["gather", "scatter_assign", "scatter_sum", "scatter_prod", "scatter_max", "scatter_min"];
+pub(crate) const KERNEL_NAMES: [&str; 7] =
+    ["gather", "gather_rows", "scatter_assign", "scatter_sum", "scatter_prod", "scatter_max", "scatter_min"];

@@ -49,6 +49,30 @@ extern "C" __global__ void gather(const T* x, T* out, long long n_idx, long long
 // Replaces *addr by f(*addr) atomically: a compare-and-swap loop on the
 // element's bytes, or on the aligned 32-bit word holding a 1- or 2-byte
 // element (the other bytes of the word are written back unchanged).
+// Slices that are contiguous runs of x (whole rows): one block per index
+// position at a time, its threads copying the run with coalesced accesses
+// and no per-element index arithmetic.
+extern "C" __global__ void gather_rows(const T* x, T* out, long long n_idx, long long slice_n, FxIndices g) {
+    for (long long i = blockIdx.x; i < n_idx; i += gridDim.x) {
+        const long long b = fx_index_base(g, i);
+        T* o = out + i * slice_n;
+        if (b < 0) {
+            for (long long j = threadIdx.x; j < slice_n; j += blockDim.x) o[j] = fx_from_c(fx_zero());
+        } else if (fx_aligned(x + b, 16) && fx_aligned(o, 16) && (slice_n * sizeof(T)) % 16 == 0) {
+            // 16-byte accesses where both runs allow them.
+            const uint4* r = reinterpret_cast<const uint4*>(x + b);
+            uint4* o4 = reinterpret_cast<uint4*>(o);
+            const long long n4 = slice_n * (long long)sizeof(T) / 16;
+#pragma unroll 4
+            for (long long j = threadIdx.x; j < n4; j += blockDim.x) o4[j] = r[j];
+        } else {
+            const T* r = x + b;
+#pragma unroll 4
+            for (long long j = threadIdx.x; j < slice_n; j += blockDim.x) o[j] = r[j];
+        }
+    }
+}
+
 template <class F>
 __device__ __forceinline__ void fx_atomic_apply(T* addr, F f) {
     if constexpr (sizeof(T) == 8) {
