@@ -468,7 +468,7 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
 #[cfg(feature = "cuda")]
 fn import_device_tensor(t: &DLTensor, stream: usize, release: Release) -> PyResult<Array> {
     let described = describe(t).and_then(|(dtype, shape, strides)| {
-        if t.byte_offset as usize % dtype.size() != 0 || strides.iter().any(|&s| s < 0) {
+        if !(t.byte_offset as usize).is_multiple_of(dtype.size()) || strides.iter().any(|&s| s < 0) {
             return Err(PyBufferError::new_err(
                 "[from_dlpack] GPU tensors need non-negative strides and an element-aligned offset.",
             ));

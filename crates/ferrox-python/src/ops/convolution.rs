@@ -60,6 +60,7 @@ macro_rules! conv_nd {
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (input, weight, /, stride = None, padding = None, dilation = None, output_padding = None, groups = 1, *, stream = None))]
+        #[allow(clippy::too_many_arguments)] // MLX's signature
         fn $transpose(
             input: &Bound<'_, PyAny>,
             weight: &Bound<'_, PyAny>,

@@ -157,7 +157,7 @@ fn ggml_type_name(t: u32) -> String {
 
 /// The tensors (in file order) and the metadata (in file order) of the GGUF
 /// file in `source`.
-pub fn load(source: &Arc<Source>) -> Result<(Vec<(String, Array)>, Vec<(String, GgufValue)>)> {
+pub fn load(source: &Arc<Source>) -> Result<super::Contents<GgufValue>> {
     let mut cur = Cursor::new(source, OP);
     if &cur.array::<4>("the GGUF magic")? != MAGIC {
         return Err(source.corrupt(OP, "not a GGUF file (the magic \"GGUF\" is missing)."));

@@ -12,6 +12,9 @@ pub mod safetensors;
 mod source;
 
 pub use gguf::GgufValue;
+
+/// Named arrays and the metadata entries of a file, as a format reader gives them.
+pub(crate) type Contents<M> = (Vec<(String, Array)>, Vec<(String, M)>);
 pub use source::Source;
 
 use crate::array::Array;

@@ -55,7 +55,7 @@ fn dtype_to_st(dtype: Dtype) -> St {
 
 /// The tensors (in file order) and the `__metadata__` of the safetensors
 /// file in `source`.
-pub fn load(source: &Arc<Source>) -> Result<(Vec<(String, Array)>, Vec<(String, String)>)> {
+pub fn load(source: &Arc<Source>) -> Result<super::Contents<String>> {
     let bytes = source.bytes();
     let (header_len, header) = safetensors::SafeTensors::read_metadata(bytes)
         .map_err(|e| source.corrupt("load_safetensors", format!("invalid safetensors file: {e}.")))?;

@@ -226,9 +226,9 @@ pub fn conv_general(input: &Array, weight: &Array, options: &ConvOptions) -> Res
         out_sizes.push((span / stride[i] + 1) as usize);
     }
     // Input dilation: id - 1 zeros between neighbours along each axis.
-    for i in 0..dims {
-        if id[i] > 1 && x.shape()[i + 1] > 0 {
-            x = dilate_axis(&x, i + 1, id[i] as usize)?;
+    for (i, &d) in id.iter().enumerate().take(dims) {
+        if d > 1 && x.shape()[i + 1] > 0 {
+            x = dilate_axis(&x, i + 1, d as usize)?;
         }
     }
     if lo.iter().chain(&hi).any(|&p| p > 0) {

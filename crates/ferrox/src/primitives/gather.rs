@@ -180,7 +180,7 @@ impl Primitive for Scatter {
         }
         let (base, updates) = (&inputs[0], &inputs[inputs.len() - 1]);
         let index_shape = index_specs(name, base, &inputs[1..inputs.len() - 1], &self.axes)?;
-        super::same_dtype(name, &[updates.clone()], base.dtype())?;
+        super::same_dtype(name, std::slice::from_ref(updates), base.dtype())?;
         let fits = updates.ndim() == index_shape.len() + base.ndim()
             && updates.shape().starts_with(&index_shape)
             && updates.shape()[index_shape.len()..].iter().zip(base.shape()).all(|(u, b)| u <= b);
