@@ -12,9 +12,11 @@
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
 # arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS
 # to benches/io.py (e.g. "--gb 1"). Wheels in target/wheels/deps/ are
-# installed beside ferrox: the file-format tests need the safetensors and
-# gguf packages, and a machine without network gets them that way
-# (pip download --no-deps -d target/wheels/deps gguf).
+# installed beside ferrox: the file-format tests need the gguf package and
+# the MLX comparisons need MLX, and a machine without network gets them that
+# way (pip download --no-deps -d target/wheels/deps gguf, and for MLX
+# "mlx==0.32.4" "mlx-cpu==0.32.4" --python-version 3.12 --only-binary=:all:
+# --platform manylinux_2_35_x86_64).
 set -uo pipefail
 
 OUT=${OUT:-$PWD/gpu-check-logs}
