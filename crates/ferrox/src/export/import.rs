@@ -1,11 +1,11 @@
 //! Loading an exported function and calling it.
 
 use super::file::{self, Header, Ref, TraceRecord};
-use super::trace::matches;
+use super::trace::{matches, signature};
 use super::Kwargs;
 use crate::array::Array;
 use crate::error::{Error, Result};
-use crate::primitives::{decode, OutputSpec};
+use crate::primitives::decode;
 
 const OP: &str = "import_function";
 
@@ -67,9 +67,7 @@ impl ImportedFunction {
 
     /// The function's outputs for `args` and `kwargs` (lazy, like any op's).
     pub fn call(&self, args: &[Array], kwargs: &Kwargs) -> Result<Vec<Array>> {
-        let spec = |a: &Array| OutputSpec { shape: a.shape().to_vec(), dtype: a.dtype() };
-        let specs: Vec<OutputSpec> = args.iter().map(spec).collect();
-        let kw: Vec<(String, OutputSpec)> = kwargs.iter().map(|(k, a)| (k.clone(), spec(a))).collect();
+        let (specs, kw) = signature(args, kwargs);
         let trace =
             self.header.traces.iter().find(|t| matches(t, &specs, &kw, self.header.shapeless)).ok_or_else(|| {
                 Error::invalid(

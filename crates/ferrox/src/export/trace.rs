@@ -36,8 +36,10 @@ impl Primitive for Placeholder {
     no_input_rules!();
 }
 
-fn spec(a: &Array) -> OutputSpec {
-    OutputSpec { shape: a.shape().to_vec(), dtype: a.dtype() }
+/// The shapes and dtypes of positional and keyword arguments: what a trace
+/// is recorded for, and what a call must match.
+pub(crate) fn signature(args: &[Array], kwargs: &Kwargs) -> (Vec<OutputSpec>, Vec<(String, OutputSpec)>) {
+    (args.iter().map(OutputSpec::of).collect(), kwargs.iter().map(|(k, a)| (k.clone(), OutputSpec::of(a))).collect())
 }
 
 /// Placeholders with the shapes and dtypes of `args` and `kwargs`.
@@ -73,34 +75,14 @@ impl Constants {
 /// that depend on a leaf in `known`.
 fn schedule(outputs: &[Array], known: &HashMap<usize, Ref>) -> (Vec<Arc<crate::array::Recipe>>, HashSet<usize>) {
     let key = |r: &Arc<crate::array::Recipe>| Arc::as_ptr(r) as usize;
-    let (mut order, mut seen, mut depends) = (Vec::new(), HashSet::new(), HashSet::new());
-    let reads_input = |a: &Array, depends: &HashSet<usize>| {
-        known.contains_key(&a.node_key()) || a.pending_recipe().is_some_and(|r| depends.contains(&key(&r)))
-    };
-    for out in outputs {
-        let Some(root) = out.pending_recipe().filter(|_| !known.contains_key(&out.node_key())) else { continue };
-        if !seen.insert(key(&root)) {
-            continue;
-        }
-        let mut stack = vec![(root, 0usize)];
-        while let Some((recipe, next)) = stack.last_mut() {
-            if let Some(input) = recipe.inputs.get(*next) {
-                *next += 1;
-                if known.contains_key(&input.node_key()) {
-                    continue;
-                }
-                if let Some(child) = input.pending_recipe() {
-                    if seen.insert(key(&child)) {
-                        stack.push((child, 0));
-                    }
-                }
-            } else {
-                let (recipe, _) = stack.pop().expect("stack is not empty");
-                if recipe.inputs.iter().any(|a| reads_input(a, &depends)) {
-                    depends.insert(key(&recipe));
-                }
-                order.push(recipe);
-            }
+    let order = crate::transforms::eval::pending_recipes(outputs, |a| known.contains_key(&a.node_key()));
+    let mut depends = HashSet::new();
+    for recipe in &order {
+        let reads_input = recipe.inputs.iter().any(|a| {
+            known.contains_key(&a.node_key()) || a.pending_recipe().is_some_and(|r| depends.contains(&key(&r)))
+        });
+        if reads_input {
+            depends.insert(key(recipe));
         }
     }
     (order, depends)
@@ -165,12 +147,8 @@ fn trace(
         nodes.push(NodeRecord { primitive: tag.to_string(), params, inputs, outputs: recipe.outputs.clone() });
     }
     let outputs = outputs.iter().map(|a| resolve(a, &refs, constants)).collect::<Result<Vec<_>>>()?;
-    Ok(TraceRecord {
-        args: args.iter().map(spec).collect(),
-        kwargs: kwargs.iter().map(|(k, a)| (k.clone(), spec(a))).collect(),
-        nodes,
-        outputs,
-    })
+    let (args, kwargs) = signature(args, kwargs);
+    Ok(TraceRecord { args, kwargs, nodes, outputs })
 }
 
 /// The reference to `a`: an input or recorded node, else a constant.
@@ -232,8 +210,7 @@ impl Exporter {
         if self.closed {
             return Err(Error::invalid(OP, "Attempting to write after exporting is closed."));
         }
-        let specs: Vec<OutputSpec> = args.iter().map(spec).collect();
-        let kw: Vec<(String, OutputSpec)> = kwargs.iter().map(|(k, a)| (k.clone(), spec(a))).collect();
+        let (specs, kw) = signature(args, kwargs);
         if self.traces.iter().any(|t| matches(t, &specs, &kw, self.shapeless)) {
             return Err(Error::invalid(
                 OP,
@@ -338,7 +315,7 @@ pub fn trace_events(fun: &ExportFn, args: &[Array], kwargs: &Kwargs, shapeless: 
     let described = |r: &Ref| {
         let spec = match *r {
             Ref::Input(i) => inputs[i].clone(),
-            Ref::Constant(i) => spec(&constants.arrays[i]),
+            Ref::Constant(i) => OutputSpec::of(&constants.arrays[i]),
             Ref::Node(k, j) => record.nodes[k].outputs[j].clone(),
         };
         (name(r), spec)

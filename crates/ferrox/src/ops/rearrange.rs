@@ -461,7 +461,7 @@ pub fn depends(inputs: &[Array], dependencies: &[Array]) -> Result<Vec<Array>> {
     if inputs.is_empty() {
         return Ok(Vec::new());
     }
-    let outputs = inputs.iter().map(|x| OutputSpec { shape: x.shape().to_vec(), dtype: x.dtype() }).collect();
+    let outputs = inputs.iter().map(OutputSpec::of).collect();
     let all = inputs.iter().chain(dependencies).cloned().collect();
     Array::siblings_from_primitive(outputs, Depends { count: inputs.len() }, all)
 }

@@ -21,7 +21,8 @@ fn reduce_axes(op: &'static str, a: &Array, axes: Option<&[isize]>) -> Result<Ve
     }
 }
 
-fn kept_shape(a: &Array, axes: &[usize]) -> Vec<usize> {
+/// `a`'s shape with the reduced `axes` kept at extent 1.
+pub(crate) fn kept_shape(a: &Array, axes: &[usize]) -> Vec<usize> {
     a.shape().iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect()
 }
 

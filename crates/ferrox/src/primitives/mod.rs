@@ -54,6 +54,13 @@ pub struct OutputSpec {
     pub dtype: Dtype,
 }
 
+impl OutputSpec {
+    /// The shape and dtype of `a`.
+    pub fn of(a: &Array) -> OutputSpec {
+        OutputSpec { shape: a.shape().to_vec(), dtype: a.dtype() }
+    }
+}
+
 /// A kind of graph node.
 pub trait Primitive: Send + Sync + fmt::Debug + PrimitiveIdentity {
     /// The primitive's name (MLX's, where MLX has one).

@@ -98,8 +98,7 @@ impl Primitive for Reduce {
         if matches!(self.op, ReduceOp::Max | ReduceOp::Min) && self.axes.iter().any(|&i| x.shape()[i] == 0) {
             return Err(super::mismatch(self.name(), "Cannot reduce a zero size axis."));
         }
-        let shape = x.shape().iter().enumerate().map(|(i, &d)| if self.axes.contains(&i) { 1 } else { d }).collect();
-        super::one_output(shape, reduce_dtype(self.op, x.dtype()))
+        super::one_output(ops::kept_shape(x, &self.axes), reduce_dtype(self.op, x.dtype()))
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
@@ -151,9 +150,7 @@ impl Primitive for ArgReduce {
         if x.size() == 0 {
             return Err(super::mismatch(self.name(), "Cannot reduce an empty array."));
         }
-        let mut shape = x.shape().to_vec();
-        shape[self.axis] = 1;
-        super::one_output(shape, Dtype::U32)
+        super::one_output(ops::kept_shape(x, &[self.axis]), Dtype::U32)
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];

@@ -561,7 +561,7 @@ impl Primitive for Depends {
         if self.count > inputs.len() {
             return Err(mismatch(self.name(), format!("passes {} of {} inputs.", self.count, inputs.len())));
         }
-        Ok(inputs[..self.count].iter().map(|x| OutputSpec { shape: x.shape().to_vec(), dtype: x.dtype() }).collect())
+        Ok(inputs[..self.count].iter().map(OutputSpec::of).collect())
     }
     fn is_view(&self) -> bool {
         true

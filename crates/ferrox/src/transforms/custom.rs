@@ -58,7 +58,7 @@ impl CustomFunction {
     /// Calls the function: its outputs carry the custom rules.
     pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let outputs = (self.forward)(inputs)?;
-        let specs = outputs.iter().map(|o| OutputSpec { shape: o.shape().to_vec(), dtype: o.dtype() }).collect();
+        let specs = outputs.iter().map(OutputSpec::of).collect();
         // The forward outputs only carry data: derivatives come from the rules,
         // never from differentiating the forward ops.
         let mut node_inputs = inputs.to_vec();

@@ -14,22 +14,26 @@ use std::sync::Arc;
 /// computed it drops its recipe, so intermediate results are freed as soon as
 /// their last consumer has run (the graph does not grow in a training loop).
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
-    let mut order = schedule(arrays);
-    for slot in order.iter_mut() {
-        let recipe = slot.take().expect("each recipe runs once");
+    // Each recipe is dropped once it has run.
+    for recipe in pending_recipes(arrays, |_| false) {
         run(&recipe)?;
     }
     Ok(())
 }
 
-/// Pending recipes reachable from `arrays`, inputs before consumers.
-/// Iterative depth-first search: chains of any length are fine.
-fn schedule<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Vec<Option<Arc<Recipe>>> {
+/// Pending recipes reachable from `arrays` without passing through arrays
+/// that are `leaf` (always stopping at computed ones), inputs before
+/// consumers. Iterative depth-first search: chains of any length are fine.
+pub(crate) fn pending_recipes<'a>(
+    arrays: impl IntoIterator<Item = &'a Array>,
+    leaf: impl Fn(&Array) -> bool,
+) -> Vec<Arc<Recipe>> {
     let mut order = Vec::new();
     let mut seen: HashSet<*const Recipe> = HashSet::new();
     let mut stack: Vec<(Arc<Recipe>, usize)> = Vec::new();
+    let pending = |a: &Array| if leaf(a) { None } else { a.pending_recipe() };
     for array in arrays {
-        let Some(root) = array.pending_recipe() else { continue };
+        let Some(root) = pending(array) else { continue };
         if !seen.insert(Arc::as_ptr(&root)) {
             continue;
         }
@@ -37,14 +41,14 @@ fn schedule<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Vec<Option<Arc<R
         while let Some((recipe, next)) = stack.last_mut() {
             if let Some(input) = recipe.inputs.get(*next) {
                 *next += 1;
-                if let Some(child) = input.pending_recipe() {
+                if let Some(child) = pending(input) {
                     if seen.insert(Arc::as_ptr(&child)) {
                         stack.push((child, 0));
                     }
                 }
             } else {
                 let (recipe, _) = stack.pop().expect("stack is not empty");
-                order.push(Some(recipe));
+                order.push(recipe);
             }
         }
     }
