@@ -4,17 +4,17 @@
 //!
 //! The lines along the sorted axis are made contiguous rows first (a copy
 //! unless the input is row-contiguous with the axis last) and the sorted
-//! rows are copied back to the input's axis order. Each row is sorted as
-//! (key, position) items by a bitonic network, which is stable because the
-//! position breaks ties:
-//! - rows of up to one tile (4096 items; 2048 for 8-byte dtypes), padded to
-//!   a power of two p: one block sorts tile / p rows in shared memory
-//!   (`sort_block`), reading the input and writing the output directly;
-//! - longer rows: padded item arrays in global memory, each tile sorted in
-//!   shared memory (`sort_tiles`), then per merge stage k > tile the global
-//!   steps whose partners lie more than a tile apart (`sort_step`, one
-//!   launch each) and the rest of the stage inside each tile
-//!   (`sort_merge`); `sort_write` then writes positions or values.
+//! rows are copied back to the input's axis order. Sorts are stable:
+//! - rows of up to [`BITONIC_MAX`] elements: a bitonic network over (key,
+//!   position) items in shared memory, several rows per block
+//!   (`sort_block`);
+//! - rows of up to one radix tile (4096 elements; 2048 for 8-byte dtypes):
+//!   one block radix sorts a row in shared memory (`radix_block`);
+//! - longer rows: a radix sort over 8-bit digits, one pass per byte of the
+//!   dtype, each pass a histogram per tile (`radix_hist`), a scan of the
+//!   histograms per line (`radix_scan`, or `radix_scan_lines` for few
+//!   tiles a line) and a stable scatter (`radix_scatter`) between ping-pong
+//!   key and position buffers.
 
 use super::elementwise::copy;
 use super::kernels::Family;
@@ -28,28 +28,31 @@ use std::sync::Arc;
 
 /// The kernels `sort.cu` defines (see its header).
 pub(crate) const KERNELS: [&str; 7] =
-    ["sort_block", "sort_init", "sort_tiles", "sort_step", "sort_merge", "sort_write", "searchsorted"];
+    ["sort_block", "radix_block", "radix_hist", "radix_scan", "radix_scan_lines", "radix_scatter", "searchsorted"];
 
-/// Threads per block of the shared-memory kernels (`FX_SORT_THREADS`).
-const THREADS: u32 = 512;
+/// Threads per block of `sort_block` (`FX_SORT_THREADS`).
+const BITONIC_THREADS: u32 = 512;
 
-/// Bytes of one (key, position) item (`FxItem`): 8-byte dtypes have 64-bit keys.
-fn item_bytes(dt: Dtype) -> usize {
+/// Threads per block of the radix kernels (`FX_RADIX_THREADS`).
+const RADIX_THREADS: u32 = 256;
+
+/// The longest rows the bitonic network sorts; it beats the radix sort
+/// below this length (measured on the H200).
+const BITONIC_MAX: usize = 2048;
+
+/// Items a block sorts in shared memory: the bitonic network's
+/// (`FX_SORT_TILE`, 32 KiB of items) and the radix tile (`FX_RADIX_TILE`).
+fn tiles(dt: Dtype) -> (usize, usize) {
     if dt.size() == 8 {
-        16
+        (2048, 2048)
     } else {
-        8
+        (4096, 4096)
     }
 }
 
-/// log2 of the items a block sorts in shared memory (`FX_SORT_TILE`, 32 KiB).
-fn log_tile(dt: Dtype) -> u32 {
-    if item_bytes(dt) == 16 {
-        11
-    } else {
-        12
-    }
-}
+/// Lines with at most this many radix tiles scan their histograms with one
+/// thread per digit (`radix_scan_lines`).
+const SCAN_LINES_MAX_TILES: usize = 16;
 
 /// A grid of at most 2^31 - 1 blocks (the kernels grid-stride over the rest).
 fn capped(blocks: usize) -> u32 {
@@ -100,53 +103,105 @@ fn sort_rows(
     arg: bool,
 ) -> Result<()> {
     let dt = x.dtype();
-    let log_tile = log_tile(dt);
-    let p = n.next_power_of_two();
-    let log_p = p.trailing_zeros();
-    let arg = arg as i32;
-    if log_p <= log_tile {
+    let (bitonic_tile, radix_tile) = tiles(dt);
+    if n <= BITONIC_MAX.min(bitonic_tile) {
+        let p = n.next_power_of_two();
         // As many whole rows per block as fit, no more than there are.
-        let span = p.saturating_mul(lines.next_power_of_two()).min(1 << log_tile);
-        let per = span / p;
+        let span = p.saturating_mul(lines.next_power_of_two()).min(bitonic_tile);
         let args = Args::new()
             .arg(x.ptr_at(offset))
             .arg(out.ptr_at(0))
             .arg(lines as i64)
             .arg(n as i64)
-            .arg(log_p as i32)
+            .arg(p.trailing_zeros() as i32)
             .arg(span.trailing_zeros() as i32)
-            .arg(arg);
-        let grid = capped(lines.div_ceil(per));
-        return launch(Family::Sort, dt, "sort_block", (grid, 1, 1), (THREADS, 1, 1), s, args);
+            .arg(arg as i32);
+        let grid = capped(lines.div_ceil(span / p));
+        return launch(Family::Sort, dt, "sort_block", (grid, 1, 1), (BITONIC_THREADS, 1, 1), s, args);
     }
-    let padded = lines.checked_mul(p).ok_or_else(|| Error::too_big("sort", &[lines, p], dt))?;
-    let bytes = padded.checked_mul(item_bytes(dt)).ok_or_else(|| Error::too_big("sort", &[lines, p], dt))?;
-    let items = CudaStorage::alloc(Dtype::U8, bytes, s)?;
-    let ip = items.ptr_at(0);
-    let init = Args::new().arg(x.ptr_at(offset)).arg(ip).arg(lines as i64).arg(n as i64).arg(log_p as i32);
-    launch(Family::Sort, dt, "sort_init", (grid_for(padded, 4)?, 1, 1), (BLOCK, 1, 1), s, init)?;
-    let tiles = padded >> log_tile;
-    let tile_args = || Args::new().arg(ip).arg(tiles as i64);
-    launch(Family::Sort, dt, "sort_tiles", (capped(tiles), 1, 1), (THREADS, 1, 1), s, tile_args())?;
-    let pairs = padded / 2;
-    let step_grid = grid_for(pairs, 4)?;
-    for log_k in log_tile + 1..=log_p {
-        // The flip step, then the half cleaners whose partners lie in other tiles.
-        for (log_h, flip) in std::iter::once((log_k - 1, 1)).chain((log_tile..log_k - 1).rev().map(|h| (h, 0))) {
-            let args = Args::new().arg(ip).arg(pairs as i64).arg(log_k as i32).arg(log_h as i32).arg(flip);
-            launch(Family::Sort, dt, "sort_step", (step_grid, 1, 1), (BLOCK, 1, 1), s, args)?;
+    if n <= radix_tile {
+        let args = Args::new().arg(x.ptr_at(offset)).arg(out.ptr_at(0)).arg(lines as i64).arg(n as i64).arg(arg as i32);
+        return launch(Family::Sort, dt, "radix_block", (capped(lines), 1, 1), (RADIX_THREADS, 1, 1), s, args);
+    }
+    radix_sort_long(s, x, offset, out, lines, n, radix_tile, arg)
+}
+
+/// The multi-pass radix sort of rows longer than a tile (see the module doc).
+#[allow(clippy::too_many_arguments)]
+fn radix_sort_long(
+    s: &Arc<GpuStream>,
+    x: &CudaStorage,
+    offset: usize,
+    out: &CudaStorage,
+    lines: usize,
+    n: usize,
+    tile: usize,
+    arg: bool,
+) -> Result<()> {
+    let dt = x.dtype();
+    let passes = dt.size();
+    let too_big = || Error::too_big("sort", &[lines, n], dt);
+    let bpl = n.div_ceil(tile);
+    let bpl_i32 = i32::try_from(bpl).map_err(|_| too_big())?;
+    let tiles = lines.checked_mul(bpl).ok_or_else(too_big)?;
+    let total = lines * n;
+    let counts = CudaStorage::alloc(Dtype::U32, tiles.checked_mul(256).ok_or_else(too_big)?, s)?;
+    let totals = CudaStorage::alloc(Dtype::U32, lines.checked_mul(256).ok_or_else(too_big)?, s)?;
+    // Ping-pong keys (8 bytes for 8-byte dtypes, else 4) and positions
+    // between passes: none for one pass, one set for two.
+    let key_dt = if dt.size() == 8 { Dtype::U64 } else { Dtype::U32 };
+    let sets = (passes - 1).min(2);
+    let mut keys = Vec::with_capacity(sets);
+    let mut positions = Vec::with_capacity(sets);
+    for _ in 0..sets {
+        keys.push(CudaStorage::alloc(key_dt, total, s)?);
+        positions.push(CudaStorage::alloc(Dtype::U32, total, s)?);
+    }
+    // Buffers a pass does not touch get `out` as a placeholder pointer.
+    let key_ptr = |pass: usize| keys.get(pass % 2).map_or(out.ptr_at(0), |k| k.ptr_at(0));
+    let pos_ptr = |pass: usize| positions.get(pass % 2).map_or(out.ptr_at(0), |p| p.ptr_at(0));
+    let grid = capped(tiles);
+    for pass in 0..passes {
+        let shift = 8 * pass as i32;
+        let (first, last) = (pass == 0, pass + 1 == passes);
+        // Pass p reads set (p + 1) % 2 (written by pass p - 1) and writes set p % 2.
+        let (keys_in, pos_in) = (key_ptr(pass + 1), pos_ptr(pass + 1));
+        let hist = Args::new()
+            .arg(x.ptr_at(offset))
+            .arg(keys_in)
+            .arg(counts.ptr_at(0))
+            .arg(lines as i64)
+            .arg(n as i64)
+            .arg(bpl_i32)
+            .arg(shift)
+            .arg(first as i32);
+        launch(Family::Sort, dt, "radix_hist", (grid, 1, 1), (RADIX_THREADS, 1, 1), s, hist)?;
+        let scan = Args::new().arg(counts.ptr_at(0)).arg(totals.ptr_at(0)).arg(lines as i64).arg(bpl_i32);
+        if bpl <= SCAN_LINES_MAX_TILES {
+            launch(Family::Sort, dt, "radix_scan_lines", (capped(lines), 1, 1), (RADIX_THREADS, 1, 1), s, scan)?;
+        } else {
+            let grid_y = lines.min(65_535) as u32;
+            launch(Family::Sort, dt, "radix_scan", (256, grid_y, 1), (RADIX_THREADS, 1, 1), s, scan)?;
         }
-        launch(Family::Sort, dt, "sort_merge", (capped(tiles), 1, 1), (THREADS, 1, 1), s, tile_args())?;
+        let scatter = Args::new()
+            .arg(x.ptr_at(offset))
+            .arg(keys_in)
+            .arg(pos_in)
+            .arg(key_ptr(pass))
+            .arg(pos_ptr(pass))
+            .arg(out.ptr_at(0))
+            .arg(counts.ptr_at(0))
+            .arg(totals.ptr_at(0))
+            .arg(lines as i64)
+            .arg(n as i64)
+            .arg(bpl_i32)
+            .arg(shift)
+            .arg(first as i32)
+            .arg(last as i32)
+            .arg(arg as i32);
+        launch(Family::Sort, dt, "radix_scatter", (grid, 1, 1), (RADIX_THREADS, 1, 1), s, scatter)?;
     }
-    let write = Args::new()
-        .arg(x.ptr_at(offset))
-        .arg(ip)
-        .arg(out.ptr_at(0))
-        .arg(lines as i64)
-        .arg(n as i64)
-        .arg(log_p as i32)
-        .arg(arg);
-    launch(Family::Sort, dt, "sort_write", (grid_for(lines * n, 4)?, 1, 1), (BLOCK, 1, 1), s, write)
+    Ok(())
 }
 
 /// For each element of `values` (through `lv`), its insertion point in the

@@ -7,48 +7,36 @@
 // key, so NaNs come last and equal each other; -0.0 to the key of 0.0;
 // floats by their sign-folded bits; signed integers with the sign bit
 // flipped; complex64 as (key of the real part, key of the imaginary part);
-// false before true. A row is sorted as (key, position) items, so items
-// are all distinct and any sorting network gives the stable order. The
+// false before true. Sorts are stable: a bitonic network sorts (key,
+// position) items, which are all distinct; radix passes are stable. The
 // values written are the input elements at the sorted positions (bit for
 // bit, -0.0 and NaN payloads kept).
 //
-// Items: for 1-, 2- and 4-byte dtypes a 32-bit key and the position packed
-// in one 64-bit word (key high); for 8-byte dtypes (uint64, int64, float64,
-// complex64) a 16-byte struct. The sentinel item (largest key and
-// position) pads rows to a power of two and sorts after every real item
-// (rows have fewer than 2^32 - 1 elements). FX_SORT_TILE items (32 KiB of
-// shared memory) are sorted per block.
+// Bitonic items: for 1-, 2- and 4-byte dtypes a 32-bit key and the
+// position packed in one 64-bit word (key high); for 8-byte dtypes
+// (uint64, int64, float64, complex64) a 16-byte struct. The sentinel item
+// (largest key and position) pads rows to a power of two and sorts after
+// every real item (rows have fewer than 2^32 - 1 elements). FX_SORT_TILE
+// items (32 KiB of shared memory) are sorted per block.
 //
-// Sorting network: bitonic sort with the "flip" first step of every merge
-// stage (pairs (i, i ^ (k - 1)) in each block of k items, then half
-// cleaners (i, i + h) for h = k/4 .. 1), all ascending, so every aligned
-// segment of k items is sorted ascending after stage k.
+// Short rows go through a bitonic network in shared memory, with the
+// "flip" first step of every merge stage (pairs (i, i ^ (k - 1)) in each
+// block of k items, then half cleaners (i, i + h) for h = k/4 .. 1), all
+// ascending, so every aligned segment of k items is sorted ascending after
+// stage k. Longer rows are radix sorted.
 //
 // Kernels (rows: x is [lines, n] contiguous, 1 <= n < 2^32 - 1, lines >= 1;
 // out is [lines, n] contiguous: T values, or unsigned int positions when
 // arg != 0):
 //   sort_block(const T* x, void* out, long long lines, long long n,
 //              int log_p, int log_span, int arg)
-//       rows with p = 2^log_p >= n items, p <= FX_SORT_TILE; a block sorts
-//       span = 2^log_span items (log_p <= log_span <= log2 FX_SORT_TILE):
-//       span / p consecutive rows, each padded to p; blocks grid-stride over
-//       the groups of rows. blockDim.x = 512.
-//   sort_init(const T* x, FxItem* items, long long lines, long long n, int log_p)
-//       items: [lines, p] with p = 2^log_p > FX_SORT_TILE: row r's item i
-//       is (key(x[r, i]), i) for i < n, the sentinel after. Any 1-D launch.
-//   sort_tiles(FxItem* items, long long tiles)
-//       sorts each consecutive FX_SORT_TILE items ascending (merge stages up
-//       to FX_SORT_TILE). blockDim.x = 512, grid-stride over tiles.
-//   sort_step(FxItem* items, long long pairs, int log_k, int log_h, int flip)
-//       one global step of merge stage k = 2^log_k over `pairs` = half the
-//       items: flip != 0 compares (i, i ^ (k - 1)) with log_h = log_k - 1,
-//       otherwise the half cleaner (i, i + 2^log_h). Any 1-D launch.
-//   sort_merge(FxItem* items, long long tiles)
-//       the half cleaners h = FX_SORT_TILE / 2 .. 1 inside each tile (the
-//       end of a merge stage k > FX_SORT_TILE). blockDim.x = 512.
-//   sort_write(const T* x, const FxItem* items, void* out, long long lines,
-//              long long n, int log_p, int arg)
-//       out[r, i] = position of item (r, i), or x[r, position]. Any 1-D launch.
+//       short rows, by a bitonic network: p = 2^log_p >= n items, p <=
+//       FX_SORT_TILE; a block sorts span = 2^log_span items (log_p <=
+//       log_span <= log2 FX_SORT_TILE): span / p consecutive rows, each
+//       padded to p; blocks grid-stride over the groups of rows.
+//       blockDim.x = 512.
+//   radix_block, radix_hist, radix_scan, radix_scan_lines, radix_scatter:
+//       longer rows, by radix sort (see "Radix sorts" below).
 //   searchsorted(const T* seq, long long n, const T* v, unsigned int* out,
 //                long long count, int right)
 //       seq: n contiguous elements sorted in the order above; v: count
@@ -210,74 +198,6 @@ extern "C" __global__ void __launch_bounds__(FX_SORT_THREADS)
 }
 
 // ---------------------------------------------------------------------------
-// Longer rows: padded item arrays, tiles sorted in shared memory, global
-// merge steps
-// ---------------------------------------------------------------------------
-
-extern "C" __global__ void sort_init(const T* x, FxItem* items, long long lines, long long n, int log_p) {
-    const long long total = lines << log_p;
-    const long long p_mask = (1ll << log_p) - 1;
-    for (long long g = fx_thread_id(); g < total; g += fx_thread_count()) {
-        long long line = g >> log_p;
-        long long pos = g & p_mask;
-        items[g] = pos < n ? fx_item(fx_sort_key(x[line * n + pos]), (unsigned int)pos) : fx_item_sentinel();
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(FX_SORT_THREADS) sort_tiles(FxItem* items, long long tiles) {
-    __shared__ FxItem s[FX_SORT_TILE];
-    for (long long c = blockIdx.x; c < tiles; c += gridDim.x) {
-        FxItem* tile = items + c * FX_SORT_TILE;
-        for (int t = threadIdx.x; t < FX_SORT_TILE; t += blockDim.x) s[t] = tile[t];
-        __syncthreads();
-        fx_sort_segments(s, FX_SORT_LOG_TILE, FX_SORT_LOG_TILE);
-        for (int t = threadIdx.x; t < FX_SORT_TILE; t += blockDim.x) tile[t] = s[t];
-        __syncthreads();
-    }
-}
-
-extern "C" __global__ void sort_step(FxItem* items, long long pairs, int log_k, int log_h, int flip) {
-    const long long h_mask = (1ll << log_h) - 1;
-    const long long k_mask = (1ll << log_k) - 1;
-    for (long long t = fx_thread_id(); t < pairs; t += fx_thread_count()) {
-        long long i = ((t >> log_h) << (log_h + 1)) | (t & h_mask);
-        long long j = flip ? (i ^ k_mask) : (i + (1ll << log_h));
-        FxItem a = items[i], b = items[j];
-        if (fx_item_less(b, a)) {
-            items[i] = b;
-            items[j] = a;
-        }
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(FX_SORT_THREADS) sort_merge(FxItem* items, long long tiles) {
-    __shared__ FxItem s[FX_SORT_TILE];
-    for (long long c = blockIdx.x; c < tiles; c += gridDim.x) {
-        FxItem* tile = items + c * FX_SORT_TILE;
-        for (int t = threadIdx.x; t < FX_SORT_TILE; t += blockDim.x) s[t] = tile[t];
-        __syncthreads();
-        fx_sort_half_cleaners(s, FX_SORT_LOG_TILE, FX_SORT_LOG_TILE - 1);
-        for (int t = threadIdx.x; t < FX_SORT_TILE; t += blockDim.x) tile[t] = s[t];
-        __syncthreads();
-    }
-}
-
-extern "C" __global__ void sort_write(const T* x, const FxItem* items, void* out, long long lines, long long n,
-                                      int log_p, int arg) {
-    const long long total = lines * n;
-    for (long long g = fx_thread_id(); g < total; g += fx_thread_count()) {
-        unsigned long long line, pos;
-        fx_divmod((unsigned long long)g, (unsigned long long)n, line, pos);
-        unsigned int idx = fx_item_idx(items[((long long)line << log_p) + (long long)pos]);
-        if (arg) {
-            ((unsigned int*)out)[g] = idx;
-        } else {
-            ((T*)out)[g] = x[(long long)line * n + idx];
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
 // searchsorted
 // ---------------------------------------------------------------------------
 
@@ -297,5 +217,364 @@ extern "C" __global__ void searchsorted(const T* seq, long long n, const T* v, u
             }
         }
         out[g] = (unsigned int)lo;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Radix sorts
+// ---------------------------------------------------------------------------
+//
+// Least-significant-digit radix sorts over 8-bit digits of the radix key
+// (fx_radix_key: fx_sort_key's order in exactly sizeof(T) bytes, so
+// sizeof(T) passes), carrying the positions. Every pass is stable, so
+// equal keys keep their input order: the result is the stable sort. A
+// tile is FX_RADIX_TILE items (4096; 2048 for 8-byte keys), ranked by one
+// block of FX_RADIX_THREADS threads: each warp ranks its run of items 32
+// at a time with __match_any_sync, then the items are reordered by digit
+// in shared memory, so writes to global memory are runs of one digit.
+//
+//   radix_block(const T* x, void* out, long long lines, long long n, int arg)
+//       rows of n <= FX_RADIX_TILE items: one block sorts a row through
+//       every pass in shared memory. Grid-stride over lines.
+// Longer rows are cut into bpl = ceil(n / tile) tiles; one pass is three
+// launches:
+//   radix_hist(const T* x, const FxKey* keys, unsigned int* counts,
+//              long long lines, long long n, int bpl, int shift, int first)
+//       counts[line][digit][tile] = the tile's items with that digit
+//       ((key >> shift) & 255); first != 0 reads the keys from x.
+//       Grid-stride over lines * bpl tiles.
+//   radix_scan(unsigned int* counts, unsigned int* totals, long long lines, int bpl)
+//       per (line, digit): its counts over the tiles scanned exclusively
+//       in place, their sum in totals[line][digit]. Grid (256, any): one
+//       digit per block, grid-stride over lines in y.
+//   radix_scan_lines(unsigned int* counts, unsigned int* totals, long long lines, int bpl)
+//       the same for few tiles a line: one line per block, one digit per
+//       thread, grid-stride over lines.
+//   radix_scatter(const T* x, const FxKey* keys_in, const unsigned int* pos_in,
+//                 FxKey* keys_out, unsigned int* pos_out, void* out,
+//                 const unsigned int* counts, const unsigned int* totals,
+//                 long long lines, long long n, int bpl, int shift,
+//                 int first, int last, int arg)
+//       moves each item to its place in the line after this digit: the
+//       digit's start in the line (exclusive scan of totals), plus the
+//       earlier tiles' items with that digit, plus its stable rank in the
+//       tile. first != 0 takes keys from x and positions 0..n-1; last != 0
+//       writes `out` (positions, or x at the positions) instead of
+//       keys_out/pos_out. Grid-stride over lines * bpl tiles.
+// All radix kernels run with blockDim.x = FX_RADIX_THREADS.
+
+#define FX_RADIX_THREADS 256
+#define FX_RADIX_WARPS (FX_RADIX_THREADS / 32)
+#if FX_SORT_WIDE
+#define FX_RADIX_ITEMS 8
+#else
+#define FX_RADIX_ITEMS 16
+#endif
+#define FX_RADIX_TILE (FX_RADIX_THREADS * FX_RADIX_ITEMS)
+#define FX_RADIX_WARP_ITEMS (32 * FX_RADIX_ITEMS)
+
+// The order-preserving key of a 16-bit float's bits: NaN largest, -0.0 as 0.0.
+__device__ __forceinline__ unsigned int fx_h16_key(unsigned int u, bool nan) {
+    if (nan) return 0xffffu;
+    if ((u & 0x7fffu) == 0u) u = 0u;
+    return (u & 0x8000u) ? (~u & 0xffffu) : (u | 0x8000u);
+}
+
+// fx_sort_key's order, in sizeof(T) bytes.
+__device__ __forceinline__ FxKey fx_radix_key(T v) {
+#if defined(FX_DTYPE_F16)
+    return fx_h16_key(v.bits, (v.bits & 0x7fffu) > 0x7c00u);
+#elif defined(FX_DTYPE_BF16)
+    return fx_h16_key(v.bits, (v.bits & 0x7fffu) > 0x7f80u);
+#elif defined(FX_DTYPE_I8)
+    return (unsigned int)(unsigned char)v ^ 0x80u;
+#elif defined(FX_DTYPE_I16)
+    return (unsigned int)(unsigned short)v ^ 0x8000u;
+#else
+    return fx_sort_key(v);
+#endif
+}
+
+__device__ __forceinline__ unsigned int fx_radix_digit(FxKey key, int shift) {
+    return (unsigned int)(key >> shift) & 255u;
+}
+
+// Exclusive scan of one value per thread over the block (FX_RADIX_THREADS
+// threads); *total gets the sum. Synchronizes.
+__device__ __forceinline__ unsigned int fx_radix_block_scan(unsigned int v, unsigned int* warp_sums,
+                                                            unsigned int* total) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned int inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        unsigned int y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o) inc += y;
+    }
+    if (lane == 31) warp_sums[warp] = inc;
+    __syncthreads();
+    unsigned int before = 0u, all = 0u;
+    for (int w = 0; w < FX_RADIX_WARPS; ++w) {
+        unsigned int s = warp_sums[w];
+        if (w < warp) before += s;
+        all += s;
+    }
+    __syncthreads();
+    *total = all;
+    return before + inc - v;
+}
+
+// Shared memory of one tile's ranking and reordering.
+struct FxRadixShared {
+    unsigned int warp_count[FX_RADIX_WARPS][256];  // per warp and digit: count, then start in the tile
+    unsigned int tile_start[256];                  // per digit: its start in the tile
+    unsigned int digit_base[256];                  // per digit: where its run goes in the line
+    unsigned int warp_sums[FX_RADIX_WARPS];
+    FxKey keys[FX_RADIX_TILE];
+    unsigned int pos[FX_RADIX_TILE];
+};
+
+// The stable place of each of the tile's items ordered by digit: item r of
+// this thread is the tile's item warp * FX_RADIX_WARP_ITEMS + r * 32 + lane,
+// valid when below `count`. Leaves sh.tile_start; synchronizes.
+__device__ __forceinline__ void fx_radix_rank(FxRadixShared& sh, const FxKey (&key)[FX_RADIX_ITEMS], int count,
+                                              int shift, unsigned int (&place)[FX_RADIX_ITEMS]) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned int lanes_below = (1u << lane) - 1u;
+    for (int i = threadIdx.x; i < FX_RADIX_WARPS * 256; i += FX_RADIX_THREADS) (&sh.warp_count[0][0])[i] = 0u;
+    __syncthreads();
+    const int warp_start = warp * FX_RADIX_WARP_ITEMS;
+#pragma unroll
+    for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+        const bool valid = warp_start + r * 32 + lane < count;
+        const unsigned int digit = valid ? fx_radix_digit(key[r], shift) : 256u;
+        // The lanes holding the same digit (valid lanes only): 9 ballots.
+        unsigned int peers = __ballot_sync(0xffffffffu, valid);
+        if (!valid) peers = ~peers;
+#pragma unroll
+        for (int b = 0; b < 8; ++b) {
+            const bool bit = (digit >> b) & 1u;
+            const unsigned int ones = __ballot_sync(0xffffffffu, bit);
+            peers &= bit ? ones : ~ones;
+        }
+        if (valid) place[r] = sh.warp_count[warp][digit] + __popc(peers & lanes_below);
+        __syncwarp();
+        if (valid && (__ffs(peers) - 1) == lane) sh.warp_count[warp][digit] += __popc(peers);
+        __syncwarp();
+    }
+    __syncthreads();
+    {
+        const int d = threadIdx.x;
+        unsigned int run = 0u;
+        for (int w = 0; w < FX_RADIX_WARPS; ++w) {
+            const unsigned int k = sh.warp_count[w][d];
+            sh.warp_count[w][d] = run;
+            run += k;
+        }
+        unsigned int all;
+        sh.tile_start[d] = fx_radix_block_scan(run, sh.warp_sums, &all);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+        if (warp_start + r * 32 + lane < count) {
+            const unsigned int digit = fx_radix_digit(key[r], shift);
+            place[r] += sh.tile_start[digit] + sh.warp_count[warp][digit];
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FX_RADIX_THREADS)
+    radix_block(const T* x, void* out, long long lines, long long n, int arg) {
+    __shared__ FxRadixShared sh;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warp_start = warp * FX_RADIX_WARP_ITEMS;
+    const int count = (int)n;
+    for (long long line = blockIdx.x; line < lines; line += gridDim.x) {
+        const long long base = line * n;
+        FxKey key[FX_RADIX_ITEMS];
+        unsigned int pos[FX_RADIX_ITEMS], place[FX_RADIX_ITEMS];
+#pragma unroll
+        for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+            const int i = warp_start + r * 32 + lane;
+            pos[r] = (unsigned int)i;
+            if (i < count) key[r] = fx_radix_key(x[base + i]);
+        }
+        for (int shift = 0; shift < 8 * (int)sizeof(T); shift += 8) {
+            fx_radix_rank(sh, key, count, shift, place);
+#pragma unroll
+            for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+                if (warp_start + r * 32 + lane < count) {
+                    sh.keys[place[r]] = key[r];
+                    sh.pos[place[r]] = pos[r];
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+                const int i = warp_start + r * 32 + lane;
+                if (i < count) {
+                    key[r] = sh.keys[i];
+                    pos[r] = sh.pos[i];
+                }
+            }
+            __syncthreads();
+        }
+        // Coalesced writes in row order (each thread's items are strided by 32).
+#pragma unroll
+        for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+            const int i = warp_start + r * 32 + lane;
+            if (i < count) {
+                if (arg) {
+                    ((unsigned int*)out)[base + i] = pos[r];
+                } else {
+                    ((T*)out)[base + i] = x[base + pos[r]];
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FX_RADIX_THREADS)
+    radix_hist(const T* x, const FxKey* keys, unsigned int* counts, long long lines, long long n, int bpl, int shift,
+               int first) {
+    __shared__ unsigned int hist[FX_RADIX_WARPS][256];
+    const int warp = threadIdx.x >> 5;
+    const long long tiles = lines * bpl;
+    for (long long c = blockIdx.x; c < tiles; c += gridDim.x) {
+        for (int i = threadIdx.x; i < FX_RADIX_WARPS * 256; i += blockDim.x) (&hist[0][0])[i] = 0u;
+        __syncthreads();
+        const long long line = c / bpl, tile = c - line * bpl;
+        const long long start = tile * FX_RADIX_TILE;
+        const long long end = min(n, start + FX_RADIX_TILE);
+        const long long base = line * n;
+        for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
+            FxKey key = first ? fx_radix_key(x[base + i]) : keys[base + i];
+            atomicAdd(&hist[warp][fx_radix_digit(key, shift)], 1u);
+        }
+        __syncthreads();
+        {
+            const int d = threadIdx.x;
+            unsigned int sum = 0u;
+            for (int w = 0; w < FX_RADIX_WARPS; ++w) sum += hist[w][d];
+            counts[(line * 256 + d) * bpl + tile] = sum;
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FX_RADIX_THREADS)
+    radix_scan(unsigned int* counts, unsigned int* totals, long long lines, int bpl) {
+    __shared__ unsigned int warp_sums[FX_RADIX_WARPS];
+    const int d = blockIdx.x;
+    for (long long line = blockIdx.y; line < lines; line += gridDim.y) {
+        unsigned int* row = counts + (line * 256 + d) * bpl;
+        unsigned int carry = 0u;
+        for (int start = 0; start < bpl; start += FX_RADIX_THREADS) {
+            const int i = start + threadIdx.x;
+            const unsigned int v = i < bpl ? row[i] : 0u;
+            unsigned int sum;
+            const unsigned int ex = fx_radix_block_scan(v, warp_sums, &sum);
+            if (i < bpl) row[i] = carry + ex;
+            carry += sum;
+        }
+        if (threadIdx.x == 0) totals[line * 256 + d] = carry;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FX_RADIX_THREADS)
+    radix_scan_lines(unsigned int* counts, unsigned int* totals, long long lines, int bpl) {
+    const int d = threadIdx.x;
+    for (long long line = blockIdx.x; line < lines; line += gridDim.x) {
+        unsigned int* row = counts + (line * 256 + d) * bpl;
+        unsigned int carry = 0u;
+        for (int i = 0; i < bpl; ++i) {
+            const unsigned int v = row[i];
+            row[i] = carry;
+            carry += v;
+        }
+        totals[line * 256 + d] = carry;
+    }
+}
+
+// Sorting values (not positions) of dtypes up to 4 bytes, the passes carry
+// each element's bits rather than its position, so the last pass writes
+// them without a gather.
+#define FX_RADIX_CARRIES_BITS (!FX_SORT_WIDE)
+
+__device__ __forceinline__ unsigned int fx_radix_bits(T v) {
+    unsigned int u = 0u;
+    memcpy(&u, &v, sizeof(T));
+    return u;
+}
+
+__device__ __forceinline__ T fx_radix_from_bits(unsigned int u) {
+    T v;
+    memcpy(&v, &u, sizeof(T));
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(FX_RADIX_THREADS)
+    radix_scatter(const T* x, const FxKey* keys_in, const unsigned int* pos_in, FxKey* keys_out,
+                  unsigned int* pos_out, void* out, const unsigned int* counts, const unsigned int* totals,
+                  long long lines, long long n, int bpl, int shift, int first, int last, int arg) {
+    __shared__ FxRadixShared sh;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long tiles = lines * bpl;
+    for (long long c = blockIdx.x; c < tiles; c += gridDim.x) {
+        const long long line = c / bpl, tile = c - line * bpl;
+        const long long base = line * n, start = tile * FX_RADIX_TILE;
+        const int count = (int)min((long long)FX_RADIX_TILE, n - start);
+        const int warp_start = warp * FX_RADIX_WARP_ITEMS;
+        FxKey key[FX_RADIX_ITEMS];
+        unsigned int pos[FX_RADIX_ITEMS], place[FX_RADIX_ITEMS];
+#pragma unroll
+        for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+            const int i = warp_start + r * 32 + lane;
+            if (i < count) {
+                key[r] = first ? fx_radix_key(x[base + start + i]) : keys_in[base + start + i];
+                if (first) {
+#if FX_RADIX_CARRIES_BITS
+                    pos[r] = arg ? (unsigned int)(start + i) : fx_radix_bits(x[base + start + i]);
+#else
+                    pos[r] = (unsigned int)(start + i);
+#endif
+                } else {
+                    pos[r] = pos_in[base + start + i];
+                }
+            }
+        }
+        fx_radix_rank(sh, key, count, shift, place);
+#pragma unroll
+        for (int r = 0; r < FX_RADIX_ITEMS; ++r) {
+            if (warp_start + r * 32 + lane < count) {
+                sh.keys[place[r]] = key[r];
+                sh.pos[place[r]] = pos[r];
+            }
+        }
+        {
+            const int d = threadIdx.x;
+            unsigned int all;
+            const unsigned int line_start = fx_radix_block_scan(totals[line * 256 + d], sh.warp_sums, &all);
+            // The digit's run starts at tile_start[d] in the tile and lands here.
+            sh.digit_base[d] = line_start + counts[(line * 256 + d) * bpl + tile] - sh.tile_start[d];
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < count; i += FX_RADIX_THREADS) {
+            const FxKey k = sh.keys[i];
+            const unsigned int p = sh.pos[i];
+            const long long dest = base + sh.digit_base[fx_radix_digit(k, shift)] + i;
+            if (!last) {
+                keys_out[dest] = k;
+                pos_out[dest] = p;
+            } else if (arg) {
+                ((unsigned int*)out)[dest] = p;
+            } else {
+#if FX_RADIX_CARRIES_BITS
+                ((T*)out)[dest] = fx_radix_from_bits(p);
+#else
+                ((T*)out)[dest] = x[base + p];
+#endif
+            }
+        }
+        __syncthreads();
     }
 }
