@@ -4,9 +4,10 @@
 //! `[outer, n, inner]`, scanning `n`. The kernels (`kernels/scan.cu`):
 //! - last axis (`inner == 1`), short rows: a warp scans groups of whole rows
 //!   as one segmented scan (`<op>_warps`);
-//! - last axis, longer rows: blocks of 1-8 warps scan tiles of 512 elements
-//!   per warp held in registers (16-byte loads); the tiles of one row are
-//!   chained in a single pass by decoupled look-back (`<op>_tiles`);
+//! - last axis, longer rows: blocks of 1-8 warps scan tiles of 1024
+//!   elements per warp (512 for 8-byte dtypes) held in registers (16-byte
+//!   loads); the tiles of one row are chained in a single pass by decoupled
+//!   look-back (`<op>_tiles`);
 //! - another axis with many columns or few rows: one thread per column
 //!   walks the axis, coalesced across the columns (`<op>_cols`);
 //! - another axis with few, long columns: tiles of 128 rows by 32 columns
@@ -30,8 +31,17 @@ use std::sync::Arc;
 
 /// Rows up to this long go to `<op>_warps`.
 const WARP_ROWS_MAX: usize = 256;
-/// Elements per warp of a `<op>_tiles` tile.
+/// Elements a warp of `<op>_warps` covers with whole rows.
 const WARP_SEGMENT: usize = 512;
+
+/// Elements per warp of a `<op>_tiles` tile (`FX_SCAN_SEG`).
+fn tile_segment(dt: Dtype) -> usize {
+    if dt.size() == 8 {
+        512
+    } else {
+        1024
+    }
+}
 /// Rows (along the scanned axis) and columns of a `<op>_col_tiles` tile.
 const COL_TILE: (usize, usize) = (128, 32);
 
@@ -131,10 +141,11 @@ fn rows(
             .arg(mode);
         return launch_in(module, &format!("{name}_warps"), (grid, 1, 1), (256, 1, 1), s, args);
     }
-    let warps = n.div_ceil(WARP_SEGMENT).min(8);
-    let per_row = n.div_ceil(warps * WARP_SEGMENT);
+    let segment = tile_segment(x.dtype());
+    let warps = n.div_ceil(segment).min(8);
+    let per_row = n.div_ceil(warps * segment);
     let tiles = grid_len(name, rows * per_row)?;
-    let status = if per_row > 1 { Some(Status::new(s, name, tiles, 1)?) } else { None };
+    let status = if per_row > 1 { Some(Status::new(s, name, tiles, 1, packed_status(x.dtype()))?) } else { None };
     let args = Args::new().arg(x.ptr_at(offset)).arg(out.ptr_at(0)).arg(rows as i64).arg(n as i64);
     let args = Status::args(status.as_ref(), args).arg(mode);
     launch_in(module, &format!("{name}_tiles"), (tiles as u32, 1, 1), ((warps * 32) as u32, 1, 1), s, args)
@@ -156,10 +167,16 @@ fn col_tiles(
 ) -> Result<()> {
     let name = op.name();
     let tiles = grid_len(name, outer * inner.div_ceil(COL_TILE.1) * n.div_ceil(COL_TILE.0))?;
-    let status = Status::new(s, name, tiles, COL_TILE.1)?;
+    let status = Status::new(s, name, tiles, COL_TILE.1, false)?;
     let args = Args::new().arg(x.ptr_at(offset)).arg(out.ptr_at(0)).arg(outer as i64).arg(n as i64).arg(inner as i64);
     let args = Status::args(Some(&status), args).arg(mode);
     launch_in(Module::Scan(op, x.dtype()), &format!("{name}_col_tiles"), (tiles as u32, 1, 1), (32, 8, 1), s, args)
+}
+
+/// Whether row tiles of `dt` publish packed status words (`FX_SCAN_PACKED`:
+/// compute types of up to 4 bytes; f16 and bf16 compute in f32).
+fn packed_status(dt: Dtype) -> bool {
+    dt.size() <= 4 && dt != Dtype::C64
 }
 
 /// A grid of `tiles` blocks, checked against the launch limit.
@@ -175,7 +192,9 @@ fn grid_len(op: &'static str, tiles: usize) -> Result<usize> {
 
 /// The look-back state of a tiled scan: per tile a flag and `width` 8-byte
 /// slots for its aggregate and its inclusive prefix, plus the counter that
-/// numbers tiles as they start. Flags and counter start at zero.
+/// numbers tiles as they start. Flags and counter start at zero, and the
+/// aggregate slots too where `packed` (row tiles of compute types up to 4
+/// bytes publish flag and value as one word there).
 struct Status {
     buffer: CudaStorage,
     tiles: usize,
@@ -183,13 +202,14 @@ struct Status {
 }
 
 impl Status {
-    fn new(s: &Arc<GpuStream>, op: &'static str, tiles: usize, width: usize) -> Result<Status> {
+    fn new(s: &Arc<GpuStream>, op: &'static str, tiles: usize, width: usize, packed: bool) -> Result<Status> {
         let flag_bytes = (4 * (tiles + 1)).next_multiple_of(16);
         let slot_bytes = 8 * tiles * width;
         let buffer = CudaStorage::alloc(Dtype::U8, flag_bytes + 2 * slot_bytes, s)?;
+        let zeroed = if packed { flag_bytes + slot_bytes } else { flag_bytes };
         // SAFETY: the range lies inside the allocation; ordered on `s`
         // before the kernel that reads it.
-        unsafe { sys::cuMemsetD8Async(buffer.ptr_at(0), 0, flag_bytes, s.raw) }.result().map_err(driver_error(op))?;
+        unsafe { sys::cuMemsetD8Async(buffer.ptr_at(0), 0, zeroed, s.raw) }.result().map_err(driver_error(op))?;
         Ok(Status { buffer, tiles, width })
     }
 

@@ -37,12 +37,27 @@ __device__ __forceinline__ long long fx_index_base(const FxIndices& g, long long
     return base;
 }
 
+// Element t = (i, j) of the n_idx x slice_n updates or outputs: slice i and
+// the offset of element j inside a slice (single-element slices, the
+// common case, skip the division and the walk).
+__device__ __forceinline__ long long fx_slice_element(long long t, long long slice_n, const Strided1& s,
+                                                      long long& offset) {
+    if (slice_n == 1) {
+        offset = 0;
+        return t;
+    }
+    unsigned long long i, j;
+    fx_divmod((unsigned long long)t, (unsigned long long)slice_n, i, j);
+    offset = fx_offset((long long)j, s);
+    return (long long)i;
+}
+
 extern "C" __global__ void gather(const T* x, T* out, long long n_idx, long long slice_n, FxIndices g, Strided1 s) {
     const long long n = n_idx * slice_n;
     for (long long t = fx_thread_id(); t < n; t += fx_thread_count()) {
-        const long long i = t / slice_n, j = t - i * slice_n;
-        const long long b = fx_index_base(g, i);
-        out[t] = b < 0 ? fx_from_c(fx_zero()) : x[b + fx_offset(j, s)];
+        long long offset;
+        const long long b = fx_index_base(g, fx_slice_element(t, slice_n, s, offset));
+        out[t] = b < 0 ? fx_from_c(fx_zero()) : x[b + offset];
     }
 }
 
@@ -124,9 +139,9 @@ __device__ __forceinline__ void fx_scatter(const T* upd, T* out, long long n_idx
                                            const FxIndices& g, const Strided1& s, Apply apply) {
     const long long n = n_idx * slice_n;
     for (long long t = fx_thread_id(); t < n; t += fx_thread_count()) {
-        const long long i = t / slice_n, j = t - i * slice_n;
-        const long long b = fx_index_base(g, i);
-        if (b >= 0) apply(out + b + fx_offset(j, s), upd[t]);
+        long long offset;
+        const long long b = fx_index_base(g, fx_slice_element(t, slice_n, s, offset));
+        if (b >= 0) apply(out + b + offset, upd[t]);
     }
 }
 

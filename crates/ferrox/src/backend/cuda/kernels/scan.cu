@@ -21,15 +21,16 @@
 //              unsigned int* flags, unsigned long long* aggs,
 //              unsigned long long* incls, unsigned int* counter, int mode)
 //       x, y: [rows, n], scanned along n. blockDim.x = 32 * W, W in 1..8;
-//       a tile is W * 512 consecutive elements of a row, one block per
-//       tile: grid.x = rows * tiles_per_row, tiles_per_row = ceil(n / (W *
-//       512)). With tiles_per_row == 1, flags (and aggs, incls, counter)
+//       a tile is W * FX_SCAN_SEG consecutive elements of a row (FX_SCAN_SEG
+//       = 1024, or 512 for 8-byte dtypes), one block per tile: grid.x =
+//       rows * tiles_per_row, tiles_per_row = ceil(n / (W * FX_SCAN_SEG)). With tiles_per_row == 1, flags (and aggs, incls, counter)
 //       are null and block b scans row b. Otherwise tiles publish their
 //       aggregates and inclusive prefixes for their successors (decoupled
-//       look-back, one pass): flags[grid.x] and *counter must be zero at
-//       launch; aggs and incls hold grid.x 8-byte slots each. Tile t (in
-//       the order blocks start, from *counter) is tile t / rows of row
-//       t % rows.
+//       look-back, one pass): flags[grid.x], *counter and (for compute
+//       types of up to 4 bytes, which pack their status into them) the
+//       aggs slots must be zero at launch; aggs and incls hold grid.x
+//       8-byte slots each. Tile t (in the order blocks start, from
+//       *counter) is tile t / rows of row t % rows.
 //   <op>_warps(const T* x, T* y, long long rows, long long n,
 //              long long rows_per_warp, int mode)
 //       x, y: [rows, n], 1 <= n < 2^24. Each warp scans groups of
@@ -50,8 +51,13 @@
 #define FX_SCAN_REVERSE 1
 #define FX_SCAN_EXCLUSIVE 2
 
-// Values each thread of a tile kernel holds.
+// Values each thread of a tile kernel holds (fewer tiles mean shorter
+// look-back chains; 8-byte elements hold half as many, for registers).
+#if defined(FX_DTYPE_U64) || defined(FX_DTYPE_I64) || defined(FX_DTYPE_F64) || FX_IS_COMPLEX
 #define FX_SCAN_VALS 16
+#else
+#define FX_SCAN_VALS 32
+#endif
 // Elements per lane per step of a tile: one 16-byte pack.
 #define FX_SP (16 / (int)sizeof(T))
 // Steps per warp segment.
@@ -196,6 +202,43 @@ __device__ __forceinline__ unsigned int fx_scan_wait(const unsigned int* flags, 
     return f;
 }
 
+// Compute types of up to 4 bytes publish a row tile's status as one 8-byte
+// word in its `aggs` slot, flag high and value low, so a look-back step is
+// one load rather than a flag then a slot (the 8-byte status words must be
+// zero at launch, like the flags).
+#define FX_SCAN_PACKED (sizeof(TC) <= 4)
+
+__device__ __forceinline__ void fx_status_store(unsigned int* flags, unsigned long long* aggs,
+                                                unsigned long long* incls, long long t, unsigned int flag, TC v) {
+    if constexpr (FX_SCAN_PACKED) {
+        unsigned int bits = 0u;
+        memcpy(&bits, &v, sizeof(TC));
+        const unsigned long long w = ((unsigned long long)flag << 32) | bits;
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(aggs + t), "l"(w) : "memory");
+    } else {
+        fx_slot_store((flag == FX_SCAN_INCL ? incls : aggs) + t, v);
+        fx_st_release(flags + t, flag);
+    }
+}
+
+// Spins until tile `t` has published something; returns its flag and value.
+__device__ __forceinline__ unsigned int fx_status_wait(const unsigned int* flags, const unsigned long long* aggs,
+                                                       const unsigned long long* incls, long long t, TC* v) {
+    if constexpr (FX_SCAN_PACKED) {
+        unsigned long long w;
+        do {
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(aggs + t) : "memory");
+        } while ((w >> 32) == 0ull);
+        const unsigned int bits = (unsigned int)w;
+        memcpy(v, &bits, sizeof(TC));
+        return (unsigned int)(w >> 32);
+    } else {
+        const unsigned int f = fx_scan_wait(flags, t);
+        *v = fx_slot_load((f == FX_SCAN_INCL ? incls : aggs) + t);
+        return f;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Contiguous lines: a lane's FX_SP consecutive elements in scan order
 // ---------------------------------------------------------------------------
@@ -281,11 +324,7 @@ __device__ __forceinline__ TC fx_scan_lookback(const unsigned int* flags, const 
         const long long kk = first - lane;
         unsigned int f = FX_SCAN_INCL;
         TC val = Op::identity();
-        if (kk >= 0) {
-            const long long p = t - (k - kk) * stride;
-            f = fx_scan_wait(flags, p);
-            val = fx_slot_load((f == FX_SCAN_INCL ? incls : aggs) + p);
-        }
+        if (kk >= 0) f = fx_status_wait(flags, aggs, incls, t - (k - kk) * stride, &val);
         const unsigned int done = __ballot_sync(0xffffffffu, f == FX_SCAN_INCL);
         if (done != 0 && lane > __ffs(done) - 1) val = Op::identity();
         prefix = op(prefix, fx_warp_reduce(val, op));
@@ -336,16 +375,10 @@ __device__ __forceinline__ void fx_scan_tiles(const T* x, T* y, long long rows, 
         TC prefix = Op::identity();
         if (flags != nullptr) {
             if (k > 0) {
-                if (lane == 0) {
-                    fx_slot_store(aggs + t, aggregate);
-                    fx_st_release(flags + t, FX_SCAN_AGG);
-                }
+                if (lane == 0) fx_status_store(flags, aggs, incls, t, FX_SCAN_AGG, aggregate);
                 prefix = fx_scan_lookback(flags, aggs, incls, t, k, rows, op);
             }
-            if (lane == 0) {
-                fx_slot_store(incls + t, op(prefix, aggregate));
-                fx_st_release(flags + t, FX_SCAN_INCL);
-            }
+            if (lane == 0) fx_status_store(flags, aggs, incls, t, FX_SCAN_INCL, op(prefix, aggregate));
         }
         if (lane < nwarps) sm_warp[lane] = op(prefix, ex);
     }
