@@ -32,8 +32,9 @@ struct IndexBlock {
 }
 
 /// The index block for `indices` over a buffer of `shape` with `strides`,
-/// with the int64 copies it points to (kept alive until the launch is
-/// enqueued; their memory is reused only in stream order).
+/// with the int64 copies it points to where an index array is not already
+/// contiguous int64 (kept alive until the launch is enqueued; their memory
+/// is reused only in stream order).
 fn index_block(
     s: &Arc<GpuStream>,
     op: &'static str,
@@ -55,12 +56,18 @@ fn index_block(
     };
     let mut keep = Vec::with_capacity(indices.len());
     for (k, (&(buf, layout), &axis)) in indices.iter().zip(axes).enumerate() {
-        let values = copy(s, buf, layout, Dtype::I64)?;
-        block.idx[k] = values.ptr_at(0);
+        // Contiguous int64 indices are read in place; others are converted.
+        block.idx[k] = if buf.dtype() == Dtype::I64 && layout.is_row_contiguous() {
+            buf.ptr_at(layout.offset)
+        } else {
+            let values = copy(s, buf, layout, Dtype::I64)?;
+            let ptr = values.ptr_at(0);
+            keep.push(values);
+            ptr
+        };
         block.stride[k] = strides[axis] as i64;
         block.size[k] = shape[axis] as i64;
         block.last[k] = shape[axis] as i64 - slice_sizes[axis] as i64;
-        keep.push(values);
     }
     Ok((block, keep))
 }
