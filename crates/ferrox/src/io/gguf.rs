@@ -367,7 +367,9 @@ fn unpack_quantized(data: &[u8], q: TensorType, shape: &[usize]) -> Result<(Arra
     let mut w_shape = shape.to_vec();
     let mut s_shape = shape.to_vec();
     let last = *shape.last().expect("checked");
-    *w_shape.last_mut().expect("checked") = last * bits / 32;
+    // `last` is a multiple of 32 (checked); dividing first cannot overflow
+    // when another dimension is 0 and `last` alone is near usize::MAX.
+    *w_shape.last_mut().expect("checked") = last / 32 * bits;
     *s_shape.last_mut().expect("checked") = last / 32;
     let words: Vec<u32> = packed.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4"))).collect();
     Ok((Array::from_vec(words, &w_shape)?, Array::from_vec(scales, &s_shape)?, Array::from_vec(biases, &s_shape)?))

@@ -7,7 +7,6 @@ use super::{host_bytes, loaded_array, Output};
 use crate::array::Array;
 use crate::dtype::Dtype;
 use crate::error::Result;
-use crate::shape::checked_nbytes;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -33,8 +32,20 @@ struct Header {
 /// (its bytes are read when it is evaluated).
 pub fn load(source: &Arc<Source>, start: usize, end: usize) -> Result<Array> {
     let header = parse_header(source, start, end)?;
-    let nbytes = checked_nbytes(&header.shape, header.dtype.size())
-        .ok_or_else(|| source.corrupt("load", "the header's shape is too large for any array."))?;
+    // The bytes of the nonzero dimensions must fit even when another one is
+    // 0, as NumPy requires of every array: then no partial product of the
+    // shape overflows, in either order (Fortran order reverses it). A
+    // (2**62, 8, 0) header is refused, not loaded as an empty array.
+    let too_large =
+        || source.corrupt("load", format!("the header's shape {:?} is too large for any array.", header.shape));
+    let nonzero_bytes = header
+        .shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(header.dtype.size(), |acc, &d| acc.checked_mul(d))
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(too_large)?;
+    let nbytes = if header.shape.contains(&0) { 0 } else { nonzero_bytes };
     if nbytes > end - header.data_offset {
         return Err(source.corrupt(
             "load",
