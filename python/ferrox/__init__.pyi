@@ -531,7 +531,7 @@ def floor(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
 def floor_divide(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise division rounded toward negative infinity (Python's //)."""
 def from_dlpack(x: Any, /, *, copy: Any = ...) -> Any:
-    """An array from any object with `__dlpack__` (NumPy, PyTorch, JAX, CuPy, a ferrox array). Host tensors are copied; `copy=False` therefore fails for them, as the array API asks of a producer that cannot share memory."""
+    """An array from any object with `__dlpack__` (NumPy, PyTorch, JAX, CuPy, a ferrox array), sharing the producer's memory (host or GPU) unless `copy=True`. Host memory that cannot be shared (misaligned, or bool bytes other than 0/1) is copied when `copy=None`; `copy=False` then raises BufferError, as the array API asks."""
 def from_fp8(x: _ArrayLike, /, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:
     """Converts e4m3 fp8 bytes (uint8) to `dtype` (default bfloat16)."""
 def full(shape: int | Sequence[int], vals: Any, dtype: Dtype | None = ..., *, stream: Stream | Device | None = ...) -> array:

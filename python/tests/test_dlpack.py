@@ -1,8 +1,11 @@
 """DLPack: ferrox arrays export their buffers without a copy (NumPy reads
 them through np.from_dlpack), and fx.from_dlpack imports NumPy arrays and
-other producers. GPU exchange with PyTorch runs where a GPU is present."""
+other producers without a copy too (host and GPU memory). GPU exchange with
+PyTorch runs where a GPU is present."""
 
+import ctypes
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -81,11 +84,12 @@ def test_from_dlpack_round_trip_and_arguments():
     assert fx.from_dlpack(a) is not None
     assert np.array_equal(bits(fx.from_dlpack(a, copy=True)), bits(a))
     x = np.arange(5.0)
-    y = fx.from_dlpack(x)
-    x[0] = 100.0  # host imports are copies
+    y = fx.from_dlpack(x, copy=True)
+    x[0] = 100.0  # copy=True gives a buffer of ferrox's own
     assert y[0].item() == 0.0
-    with pytest.raises(BufferError, match="copy=False"):
-        fx.from_dlpack(np.arange(3), copy=False)
+    assert data_pointer(y) != x.ctypes.data
+    z = fx.from_dlpack(x, copy=False)  # host memory is shared
+    assert data_pointer(z) == x.ctypes.data
     with pytest.raises(TypeError, match="__dlpack__"):
         fx.from_dlpack([1, 2, 3])
     with pytest.raises(BufferError, match="dtype"):
@@ -133,3 +137,226 @@ def test_torch_gpu_tensors_import_without_a_copy():
     t.zero_()
     torch.cuda.synchronize()
     assert np.array(c).sum() != 0
+
+
+# ----------------------------------------------------------------------------
+# Zero-copy host imports
+# ----------------------------------------------------------------------------
+
+
+def data_pointer(a):
+    """The address of element [0, ...] of an evaluated host ferrox array,
+    read from the DLPack capsule it exports (works for bfloat16 too)."""
+    capsule = a.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    tensor = get(capsule, b"dltensor")  # DLManagedTensor: the DLTensor comes first
+    data = ctypes.c_void_p.from_address(tensor).value or 0
+    byte_offset = ctypes.c_uint64.from_address(tensor + 40).value
+    return data + byte_offset
+
+
+class RetypedProducer:
+    """A host DLPack producer over a NumPy array's memory that NumPy cannot
+    describe itself (bfloat16, a misaligned float32): NumPy's own legacy
+    capsule with its DLTensor patched. DLTensor fields: data at byte 0,
+    device 8, ndim 16, dtype 20 (code, bits, lanes), shape 24, strides 32,
+    byte_offset 40."""
+
+    def __init__(self, source, code, bits, byte_offset=0, length=None):
+        self.source, self.code, self.bits = source, code, bits
+        self.byte_offset, self.length = byte_offset, length
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, **kwargs):
+        capsule = self.source.__dlpack__()
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype = ctypes.c_void_p
+        get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        tensor = get(capsule, b"dltensor")
+        ctypes.c_uint8.from_address(tensor + 20).value = self.code
+        ctypes.c_uint8.from_address(tensor + 21).value = self.bits
+        ctypes.c_uint64.from_address(tensor + 40).value += self.byte_offset
+        if self.length is not None:  # 1-D: the new extent
+            shape = ctypes.c_void_p.from_address(tensor + 24).value
+            ctypes.c_int64.from_address(shape).value = self.length
+        return capsule
+
+
+def bfloat16_producer(bits):
+    return RetypedProducer(bits, code=4, bits=16)
+
+
+NUMPY_ONLY = [d for d in ALL_DTYPES if d != "bfloat16"]
+
+
+@pytest.mark.parametrize("dtype", NUMPY_ONLY)
+def test_host_imports_share_the_producers_memory(on_cpu, dtype):
+    x = sample(dtype, (4, 3))
+    a = fx.from_dlpack(x)
+    assert a.dtype == getattr(fx, dtype)
+    # The same memory: ferrox exports NumPy's pointer back, and a later
+    # NumPy write shows through (arrays sharing DLPack memory see it).
+    assert data_pointer(a) == x.ctypes.data
+    assert np.from_dlpack(a).__array_interface__["data"][0] == x.ctypes.data
+    assert np.asarray(a).__array_interface__["data"][0] == x.ctypes.data
+    np.testing.assert_array_equal(np.array(a), x)
+    x[...] = sample(dtype, (4, 3))
+    np.testing.assert_array_equal(np.array(a), x)
+    # copy=False shares too; copy=True does not.
+    assert data_pointer(fx.from_dlpack(x, copy=False)) == x.ctypes.data
+    c = fx.from_dlpack(x, copy=True)
+    assert data_pointer(c) != x.ctypes.data
+    np.testing.assert_array_equal(np.array(c), x)
+
+
+def test_bfloat16_host_imports_share_memory(on_cpu):
+    bits = np.array([0x3F80, 0x4000, 0xC040, 0x0000, 0x3F00, 0x4120], dtype=np.uint16).reshape(2, 3)
+    a = fx.from_dlpack(bfloat16_producer(bits))
+    assert a.dtype == fx.bfloat16
+    assert data_pointer(a) == bits.ctypes.data
+    np.testing.assert_array_equal(np.array(a.astype(fx.float32)), [[1.0, 2.0, -3.0], [0.0, 0.5, 10.0]])
+    bits[0, 0] = 0x4080  # 4.0
+    assert a[0, 0].item() == 4.0
+    t = fx.from_dlpack(bfloat16_producer(bits.T))
+    np.testing.assert_array_equal(np.array(t.astype(fx.float32)), [[4.0, 0.0], [2.0, 0.5], [-3.0, 10.0]])
+
+
+def test_bfloat16_from_torch_shares_memory(on_cpu):
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.bfloat16).reshape(2, 3)
+    a = fx.from_dlpack(t)
+    assert a.dtype == fx.bfloat16
+    assert data_pointer(a) == t.data_ptr()
+    t.add_(1)
+    np.testing.assert_array_equal(np.array(a.astype(fx.float32)), np.arange(1, 7).reshape(2, 3))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "complex64", "bool_"])
+def test_strided_views_are_shared(on_cpu, dtype):
+    base = sample(dtype, (6, 8))
+    views = [
+        base.T,
+        base[::2, 1:],
+        base[::-1],  # negative strides
+        base[1:5, ::-3],
+        base[3, 2:7],
+        np.broadcast_to(base[0], (3, 8)),  # zero strides, read-only
+        base[0, 0, ...],  # 0-d
+        base[:0],  # empty
+        base[2:2, ::-1],
+    ]
+    for view in views:
+        a = fx.from_dlpack(view)
+        assert a.shape == view.shape
+        np.testing.assert_array_equal(np.array(a), view)
+        if view.size:
+            assert data_pointer(a) == view.__array_interface__["data"][0]
+        assert data_pointer(fx.from_dlpack(view, copy=False)) == data_pointer(a)
+
+
+def test_empty_and_zero_d_imports(on_cpu):
+    for x, dtype in [
+        (np.zeros((0, 3), np.float32), fx.float32),
+        (np.zeros((2, 0, 4), np.int64), fx.int64),
+        (np.array(2.5), fx.float64),
+        (np.array(True), fx.bool_),
+    ]:
+        a = fx.from_dlpack(x, copy=False)
+        assert a.shape == x.shape and a.dtype == dtype
+        np.testing.assert_array_equal(np.array(a), x)
+
+
+def test_imported_memory_lives_as_long_as_any_reader(on_cpu):
+    x = np.arange(1000, dtype=np.float64) * 2
+    alive = weakref.ref(x)
+    a = fx.from_dlpack(x)
+    view = a[10:20]  # a lazy view
+    total = (a * 3).sum()  # a lazy graph
+    del x
+    gc.collect()
+    fx.clear_cache()
+    assert alive() is not None  # held through the DLPack tensor
+    np.testing.assert_array_equal(np.array(a), np.arange(1000) * 2)
+    del a
+    gc.collect()
+    np.testing.assert_array_equal(np.array(view), np.arange(10, 20) * 2)
+    assert total.item() == 3 * 999 * 1000
+    del view, total
+    gc.collect()
+    assert alive() is None  # released once the last reader is gone
+
+
+def test_updates_never_write_to_the_producers_memory(on_cpu):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = fx.from_dlpack(x)
+    a[0] = 5  # a new buffer: the imported one is never written
+    a[1, 2] += 10
+    assert data_pointer(a) != x.ctypes.data
+    np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(np.array(a), [[5, 5, 5], [3, 4, 15]])
+    b = fx.from_dlpack(x)
+    b[b > 2] = 0
+    b = b + 1
+    np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32).reshape(2, 3))
+    # Read-only producers: imported too; NumPy views of the import stay
+    # read-only, and a writable request gets a copy.
+    r = np.arange(4.0)
+    r.flags.writeable = False
+    c = fx.from_dlpack(r)
+    assert data_pointer(c) == r.ctypes.data
+    assert not np.asarray(c).flags.writeable
+    assert memoryview(c).readonly
+    assert np.array(c).flags.writeable  # np.array copies
+
+
+def test_ops_on_imported_arrays(on_cpu):
+    x = sample("float32", (5, 4))
+    y = sample("float32", (4, 3))
+    a, b = fx.from_dlpack(x), fx.from_dlpack(y[::-1])
+    np.testing.assert_allclose(np.array(a.sum()), x.sum(), rtol=1e-5)
+    np.testing.assert_allclose(np.array(a.sum(axis=0)), x.sum(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(np.array(a @ b), x @ y[::-1], rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(np.array(a.T), x.T)
+    np.testing.assert_array_equal(np.array(fx.transpose(b)), y[::-1].T)
+    np.testing.assert_array_equal(np.array(fx.concatenate([a, a[:1]])), np.concatenate([x, x[:1]]))
+
+
+def test_unshareable_host_memory_is_copied_unless_copy_is_false(on_cpu):
+    # Bool bytes other than 0/1 are not valid ferrox bools: copied and normalised.
+    raw = np.array([0, 2, 1, 255], dtype=np.uint8)
+    flags = raw.view(np.bool_)
+    a = fx.from_dlpack(flags)
+    assert data_pointer(a) != raw.ctypes.data
+    np.testing.assert_array_equal(np.array(a), [False, True, True, True])
+    with pytest.raises(BufferError, match="copy=False"):
+        fx.from_dlpack(flags, copy=False)
+    # A float32 tensor one byte into a buffer is misaligned: copied.
+    buf = np.zeros(40, dtype=np.uint8)
+    assert buf.ctypes.data % 4 == 0
+    buf[1:33] = np.arange(8, dtype=np.float32).view(np.uint8)
+    misaligned = RetypedProducer(buf, code=2, bits=32, byte_offset=1, length=8)
+    a = fx.from_dlpack(misaligned)
+    assert a.dtype == fx.float32
+    np.testing.assert_array_equal(np.array(a), np.arange(8))
+    assert data_pointer(a) != buf.ctypes.data + 1
+    with pytest.raises(BufferError, match="copy=False"):
+        fx.from_dlpack(misaligned, copy=False)
+    # An aligned offset into the same buffer is shared.
+    aligned = RetypedProducer(buf, code=2, bits=32, byte_offset=4, length=8)
+    assert data_pointer(fx.from_dlpack(aligned, copy=False)) == buf.ctypes.data + 4
+
+
+def test_foreign_memory_is_not_counted_as_active(on_cpu):
+    x = np.ones(16 << 20, dtype=np.float32)  # 64 MiB
+    gc.collect()
+    before = fx.get_active_memory()
+    a = fx.from_dlpack(x)
+    assert fx.get_active_memory() - before < x.nbytes // 2
+    cached = fx.get_cache_memory()
+    del a, x
+    gc.collect()
+    assert fx.get_cache_memory() - cached < (16 << 20) * 4  # not kept for reuse

@@ -572,10 +572,15 @@ impl PyArray {
             )
         })?;
         let data = slf.py().allow_threads(|| a.data()).py()?;
-        // Share the buffer when it is row-contiguous on the host; else export a copy.
-        let (storage, offset) = match &*data.storage {
-            Storage::Cpu(_) if data.layout.is_row_contiguous() => (data.storage.clone(), data.layout.offset),
-            _ => (Arc::new(Storage::Cpu(a.to_host().map_err(|e| e.in_op("buffer")).py()?)), 0),
+        // Share the buffer when it is row-contiguous on the host; else export
+        // a copy. Memory another library owns (a DLPack import) is shared
+        // read-only, and copied for a consumer that asks to write.
+        let writable = flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE;
+        let (storage, offset, readonly) = match &*data.storage {
+            Storage::Cpu(host) if data.layout.is_row_contiguous() && !(host.is_foreign() && writable) => {
+                (data.storage.clone(), data.layout.offset, host.is_foreign())
+            }
+            _ => (Arc::new(Storage::Cpu(a.to_host().map_err(|e| e.in_op("buffer")).py()?)), 0, false),
         };
         let Storage::Cpu(host) = &*storage else {
             unreachable!("the exported storage was made on the host above");
@@ -593,7 +598,7 @@ impl PyArray {
         v.obj = slf.clone().into_any().into_ptr();
         v.buf = host.bytes().as_ptr().add(offset * itemsize as usize) as *mut c_void;
         v.len = a.nbytes() as isize;
-        v.readonly = 0;
+        v.readonly = c_int::from(readonly);
         v.itemsize = itemsize;
         v.format = if flags & ffi::PyBUF_FORMAT != 0 { holder.format.as_ptr() as *mut _ } else { std::ptr::null_mut() };
         v.ndim = a.ndim() as c_int;

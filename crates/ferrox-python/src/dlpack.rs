@@ -1,9 +1,12 @@
 //! DLPack: `array.__dlpack__`/`__dlpack_device__` export an evaluated
 //! array's buffer without a copy (host or GPU memory; the capsule keeps the
 //! buffer alive), and `from_dlpack` imports any DLPack producer (NumPy,
-//! PyTorch, JAX, CuPy). GPU tensors are imported without a copy (the
-//! producer's tensor is released when ferrox drops the buffer); host
-//! imports copy the elements, since ferrox's host buffers are owned vectors.
+//! PyTorch, JAX, CuPy) without a copy too, host and GPU tensors alike: the
+//! array reads the producer's memory, which ferrox never writes (read-only
+//! tensors are fine), and the producer's tensor is released when ferrox
+//! drops the last array, view or pending result reading it. Host tensors
+//! whose memory cannot be shared (not aligned to the element size, or bool
+//! bytes other than 0 and 1) are copied, unless `copy=False` forbids it.
 
 use crate::array::PyArray;
 use crate::errors::IntoPyResult;
@@ -362,43 +365,42 @@ fn describe(t: &DLTensor) -> PyResult<(Dtype, Vec<usize>, Vec<i64>)> {
     Ok((dtype, shape, strides))
 }
 
-/// Copies the elements a host DLTensor describes into a new array.
-fn copy_host_tensor(t: &DLTensor) -> PyResult<Array> {
-    let (dtype, shape, strides) = describe(t)?;
-    let ndim = shape.len();
-    let size = dtype.size();
-    let n: usize = shape.iter().product();
-    let mut bytes = vec![0u8; n * size];
-    if n > 0 {
-        // SAFETY: the producer guarantees that every element the shape and
-        // strides address lies in its buffer, which stays alive until released.
-        let base = unsafe { (t.data as *const u8).add(t.byte_offset as usize) };
-        let contiguous = ferrox::shape::contiguous_strides(&shape);
-        if strides.iter().zip(&contiguous).zip(&shape).all(|((&s, &c), &d)| d == 1 || s == c as i64) {
-            unsafe { std::ptr::copy_nonoverlapping(base, bytes.as_mut_ptr(), n * size) };
-        } else {
-            let mut index = vec![0usize; ndim];
-            for out in bytes.chunks_exact_mut(size) {
-                let offset: i64 = index.iter().zip(&strides).map(|(&i, &s)| i as i64 * s).sum();
-                unsafe {
-                    std::ptr::copy_nonoverlapping(base.offset((offset * size as i64) as isize), out.as_mut_ptr(), size)
-                };
-                for ax in (0..ndim).rev() {
-                    index[ax] += 1;
-                    if index[ax] < shape[ax] {
-                        break;
-                    }
-                    index[ax] = 0;
-                }
-            }
-        }
+/// Gives a taken tensor back to its producer when dropped: the owner of a
+/// zero-copy host import.
+struct ReleaseOnDrop(Release);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.run();
     }
-    Array::from_bytes(&bytes, dtype, &shape).py()
+}
+
+/// A CPU array over a host DLTensor's memory, without a copy where it can
+/// be shared (otherwise a copy); the producer's tensor is released when the
+/// array's buffer is dropped (or now, after a copy or on error).
+fn import_host_tensor(t: &DLTensor, release: Release) -> PyResult<Array> {
+    let owner = ReleaseOnDrop(release);
+    let (dtype, shape, strides) = describe(t)?;
+    let strides: Vec<isize> = strides.iter().map(|&s| s as isize).collect();
+    let first = (t.data as *const u8).wrapping_add(t.byte_offset as usize);
+    // SAFETY: the producer guarantees that every element the shape and
+    // strides address lies in its (initialized) buffer, which stays alive
+    // until the tensor is released, which `owner` does when dropped. Writes
+    // by the producer while ferrox computes are the user's to avoid, as for
+    // any DLPack consumer.
+    unsafe { Array::from_foreign_host(first, dtype, &shape, &strides, owner) }.py()
+}
+
+/// Whether an evaluated array reads host memory another library owns.
+fn shares_foreign_host_memory(a: &Array) -> PyResult<bool> {
+    Ok(matches!(&*a.data().py()?.storage, Storage::Cpu(host) if host.is_foreign()))
 }
 
 /// An array from any object with `__dlpack__` (NumPy, PyTorch, JAX, CuPy, a
-/// ferrox array). Host tensors are copied; `copy=False` therefore fails for
-/// them, as the array API asks of a producer that cannot share memory.
+/// ferrox array), sharing the producer's memory (host or GPU) unless
+/// `copy=True`. Host memory that cannot be shared (misaligned, or bool
+/// bytes other than 0/1) is copied when `copy=None`; `copy=False` then
+/// raises BufferError, as the array API asks.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, /, *, copy = None))]
@@ -419,13 +421,7 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
     #[cfg(feature = "cuda")]
     let gpu_stream = ferrox::device::default_stream(ferrox::Device::GPU).index;
     match device_type {
-        CPU | CUDA_HOST => {
-            if copy == Some(false) {
-                return Err(PyBufferError::new_err(
-                    "[from_dlpack] copy=False: ferrox cannot share host memory it does not own; pass copy=None or True.",
-                ));
-            }
-        }
+        CPU | CUDA_HOST => {}
         #[cfg(feature = "cuda")]
         CUDA if ferrox::backend::cuda::is_available() => {
             // The producer orders its pending writes before ferrox's stream.
@@ -458,9 +454,18 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
         };
         return Ok(PyArray::wrap(array));
     }
-    let result = copy_host_tensor(tensor);
-    taken.release.run();
-    Ok(PyArray::wrap(result?))
+    let shared = import_host_tensor(tensor, taken.release)?;
+    let array = match copy {
+        Some(true) => own_copy(&shared)?,
+        Some(false) if !shares_foreign_host_memory(&shared)? => {
+            return Err(PyBufferError::new_err(
+                "[from_dlpack] copy=False: the tensor's host memory cannot be shared (it is not aligned to the \
+                 element size, or holds bool bytes other than 0 and 1); pass copy=None or True.",
+            ))
+        }
+        _ => shared,
+    };
+    Ok(PyArray::wrap(array))
 }
 
 /// A GPU array over a CUDA DLTensor's memory, without a copy; the producer's

@@ -179,6 +179,40 @@ impl Array {
         Ok(Array::from_data(ArrayData { storage, layout: Layout::contiguous(shape) }, dtype))
     }
 
+    /// An evaluated CPU array over host memory another library owns, without
+    /// a copy (a zero-copy import such as DLPack's): element `[0, ..., 0]`
+    /// is at `ptr`, and `strides` (in elements, one per dimension; zero and
+    /// negative strides allowed) step from it. ferrox never writes to the
+    /// memory; it drops `owner` (which should give the memory back to its
+    /// producer) exactly once, when the last array, view or pending result
+    /// reading the memory is gone. Foreign memory is not counted by
+    /// [`crate::memory::get_active_memory`].
+    ///
+    /// When `ptr` is not aligned to the element size, or a bool tensor holds
+    /// a byte other than 0 or 1, the elements are copied into a buffer of
+    /// ferrox's own instead and `owner` is dropped before this returns
+    /// ([`CpuStorage::is_foreign`] tells which happened). Invalid arguments
+    /// (a stride count other than the shape's, a null pointer for a
+    /// non-empty shape, strides reaching past the address space) are an
+    /// error naming `from_foreign_host`, and drop `owner` too.
+    ///
+    /// # Safety
+    /// Every byte from the lowest to the highest element the shape and
+    /// strides address must be initialized and lie in one allocation that
+    /// stays valid until `owner` is dropped; the memory must not be written
+    /// while a ferrox computation may read it.
+    pub unsafe fn from_foreign_host(
+        ptr: *const u8,
+        dtype: Dtype,
+        shape: &[usize],
+        strides: &[isize],
+        owner: impl Send + 'static,
+    ) -> Result<Array> {
+        // SAFETY: the caller's contract, passed on.
+        let (storage, layout) = unsafe { CpuStorage::from_foreign(ptr, dtype, shape, strides, owner)? };
+        Ok(Array::from_data(ArrayData { storage: Arc::new(Storage::Cpu(storage)), layout }, dtype))
+    }
+
     /// A 0-d array holding one value.
     pub fn scalar<T: CpuElement>(value: T) -> Array {
         Array::from_vec(vec![value], &[]).expect("one value fills a 0-d array")

@@ -55,10 +55,11 @@ fn key(b: &CpuBuffer) -> (Dtype, usize) {
     crate::with_buffer!(b, v => of(v.as_slice()))
 }
 
-/// Keeps a freed buffer for reuse (or drops it if small or over the limit).
+/// Keeps a freed buffer for reuse (or drops it if small, over the limit, or
+/// foreign: memory another library owns goes back to it, never to a reuse).
 pub(crate) fn recycle(buffer: CpuBuffer) {
     let size = nbytes(&buffer);
-    if size < MIN_CACHED_BYTES {
+    if size < MIN_CACHED_BYTES || buffer.is_foreign() {
         return;
     }
     let mut cache = lock();

@@ -153,7 +153,7 @@ pub fn bitcast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> 
         let bytes = bytes_of(v);
         use crate::dtype::Dtype as D;
         match dtype {
-            D::Bool => Ok(CpuBuffer::Bool(bytes.iter().map(|&b| b != 0).collect())),
+            D::Bool => Ok(CpuBuffer::Bool(bytes.iter().map(|&b| b != 0).collect::<Vec<_>>().into())),
             D::U8 => read::<u8>(bytes),
             D::U16 => read::<u16>(bytes),
             D::U32 => read::<u32>(bytes),
@@ -199,7 +199,7 @@ macro_rules! unary_arm {
     };
     (predicate, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
         if $op == UnaryOp::$Var {
-            return Ok(CpuBuffer::Bool(crate::with_buffer!($x, v => map_unary(v, $l, Element::$name)?)));
+            return Ok(CpuBuffer::Bool(crate::with_buffer!($x, v => map_unary(v, $l, Element::$name)?).into()));
         }
     };
     ($any:ident, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
@@ -234,7 +234,7 @@ macro_rules! binary_arm {
         if $op == BinaryOp::$Var {
             return crate::with_buffer!($a, va => {
                 let vb = same_type(va, $b, $op)?;
-                Ok(CpuBuffer::Bool(map_binary(va, $la, vb, $lb, compare::$name)?))
+                Ok(CpuBuffer::Bool(map_binary(va, $la, vb, $lb, compare::$name)?.into()))
             });
         }
     };

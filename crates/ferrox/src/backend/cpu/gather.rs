@@ -84,7 +84,7 @@ fn offsets_reader<'a>(
     }
     if !l.is_row_contiguous() {
         let CpuBuffer::I64(v) = cast_buffer(buf, l, Dtype::I64)? else { unreachable!("a cast to int64 gives int64") };
-        return Ok(typed(Cow::Owned(v), n, slice, stride));
+        return Ok(typed(Cow::Owned(v.into_vec()), n, slice, stride));
     }
     let r = l.offset..l.offset + l.size();
     Ok(match buf {
@@ -352,7 +352,7 @@ pub fn scatter(
     macro_rules! go {
         ($($V:ident),*) => {
             match (base, updates) {
-                $((CpuBuffer::$V(b), CpuBuffer::$V(u)) => Ok(CpuBuffer::$V(typed(op, b, lb, u, lu, &plan)?)),)*
+                $((CpuBuffer::$V(b), CpuBuffer::$V(u)) => Ok(CpuBuffer::$V(typed(op, b, lb, u, lu, &plan)?.into())),)*
                 _ => Err(Error::invalid(op.name(), "the updates must have the array's dtype")),
             }
         };
@@ -365,12 +365,12 @@ mod tests {
     use super::*;
 
     fn buf(v: Vec<i64>) -> CpuBuffer {
-        CpuBuffer::I64(v)
+        CpuBuffer::I64(v.into())
     }
 
     #[test]
     fn gather_rows_and_negative_indices() {
-        let x = CpuBuffer::F32((0..12).map(|v| v as f32).collect());
+        let x = CpuBuffer::F32((0..12).map(|v| v as f32).collect::<Vec<_>>().into());
         let lx = Layout::contiguous(&[3, 4]);
         let idx = buf(vec![2, -3]);
         let li = Layout::contiguous(&[2]);
@@ -383,11 +383,11 @@ mod tests {
 
     #[test]
     fn scatter_sums_duplicates_and_assigns_in_order() {
-        let base = CpuBuffer::I32(vec![0; 4]);
+        let base = CpuBuffer::I32(vec![0; 4].into());
         let lb = Layout::contiguous(&[4]);
         let idx = buf(vec![1, 1, 3]);
         let li = Layout::contiguous(&[3]);
-        let upd = CpuBuffer::I32(vec![5, 7, 9]);
+        let upd = CpuBuffer::I32(vec![5, 7, 9].into());
         let lu = Layout::contiguous(&[3, 1]);
         let CpuBuffer::I32(sum) = scatter(ScatterOp::Sum, &base, &lb, &[(&idx, &li)], &[0], &upd, &lu).unwrap() else {
             panic!()
@@ -415,10 +415,10 @@ mod tests {
             let v = idx[1 + 2 * k] as i64;
             want[(if v < 0 { v + 7 } else { v }) as usize] += u;
         }
-        let base = CpuBuffer::I64(vec![0; 7]);
-        let args = (&CpuBuffer::I8(idx), &li);
+        let base = CpuBuffer::I64(vec![0; 7].into());
+        let args = (&CpuBuffer::I8(idx.into()), &li);
         let CpuBuffer::I64(got) =
-            scatter(ScatterOp::Sum, &base, &lb, &[args], &[0], &CpuBuffer::I64(upd), &lu).unwrap()
+            scatter(ScatterOp::Sum, &base, &lb, &[args], &[0], &CpuBuffer::I64(upd.into()), &lu).unwrap()
         else {
             panic!()
         };
@@ -427,14 +427,14 @@ mod tests {
 
     #[test]
     fn the_first_bad_index_of_the_first_array_is_reported() {
-        let x = CpuBuffer::F32(vec![0.; 20]);
+        let x = CpuBuffer::F32(vec![0.; 20].into());
         let lx = Layout::contiguous(&[4, 5]);
         let mut rows = vec![0u16; 2500];
         rows[2400] = 9;
         let mut cols = vec![0u16; 2500];
         cols[100] = 6;
         let li = Layout::contiguous(&[2500]);
-        let (rows, cols) = (CpuBuffer::U16(rows), CpuBuffer::U16(cols));
+        let (rows, cols) = (CpuBuffer::U16(rows.into()), CpuBuffer::U16(cols.into()));
         let err = gather(&x, &lx, &[(&rows, &li), (&cols, &li)], &[0, 1], &[1, 1]).unwrap_err();
         assert!(err.to_string().contains("Index 9 is out of bounds for axis 0 with size 4"), "{err}");
     }

@@ -76,9 +76,9 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<
     let b = b_copy.as_ref().unwrap_or(b);
     let g = geometry(&la, &lb);
     Ok(match (a, b) {
-        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(gemm_batched(x, &la, y, &lb, &g)?),
-        (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(gemm_batched(x, &la, y, &lb, &g)?),
-        (CpuBuffer::C64(x), CpuBuffer::C64(y)) => CpuBuffer::C64(gemm_batched(x, &la, y, &lb, &g)?),
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(gemm_batched(x, &la, y, &lb, &g)?.into()),
+        (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(gemm_batched(x, &la, y, &lb, &g)?.into()),
+        (CpuBuffer::C64(x), CpuBuffer::C64(y)) => CpuBuffer::C64(gemm_batched(x, &la, y, &lb, &g)?.into()),
         _ => {
             // Exact kernels want `b` rows contiguous.
             let (b_copy, lb) = contiguous_if_needed(b, &lb, lb.strides[nd - 1] == 1)?;

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod creation;
 pub mod elementwise;
 pub mod gather;
+pub mod host_vec;
 pub mod math;
 pub mod matmul;
 pub mod random;
@@ -15,6 +16,7 @@ pub mod sort;
 pub mod storage;
 pub mod strided;
 
+pub use host_vec::HostVec;
 pub use storage::{CpuBuffer, CpuElement, CpuStorage};
 
 use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};

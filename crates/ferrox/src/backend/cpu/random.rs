@@ -384,20 +384,20 @@ pub fn random(op: RandomOp, keys: &CpuBuffer, layout: &Layout, n: usize, dtype: 
     let num_keys = keys.len() / 2;
     let per_key = n.checked_div(num_keys).unwrap_or(0);
     Ok(match (op, dtype) {
-        (RandomOp::Bits, Dtype::U8) => CpuBuffer::U8(bits(&keys, n, per_key)?),
-        (RandomOp::Bits, Dtype::U16) => CpuBuffer::U16(bits(&keys, n, per_key)?),
-        (RandomOp::Bits, Dtype::U32) => CpuBuffer::U32(bits(&keys, n, per_key)?),
+        (RandomOp::Bits, Dtype::U8) => CpuBuffer::U8(bits(&keys, n, per_key)?.into()),
+        (RandomOp::Bits, Dtype::U16) => CpuBuffer::U16(bits(&keys, n, per_key)?.into()),
+        (RandomOp::Bits, Dtype::U32) => CpuBuffer::U32(bits(&keys, n, per_key)?.into()),
         (RandomOp::Bits, _) => return Err(unsupported(op, dtype)),
-        (_, Dtype::F32) => CpuBuffer::F32(samples(op, &keys, n, per_key, dtype)?),
-        (_, Dtype::F16) => CpuBuffer::F16(samples(op, &keys, n, per_key, dtype)?),
-        (_, Dtype::BF16) => CpuBuffer::BF16(samples(op, &keys, n, per_key, dtype)?),
-        (_, Dtype::F64) => CpuBuffer::F64(samples(op, &keys, n, per_key, dtype)?),
+        (_, Dtype::F32) => CpuBuffer::F32(samples(op, &keys, n, per_key, dtype)?.into()),
+        (_, Dtype::F16) => CpuBuffer::F16(samples(op, &keys, n, per_key, dtype)?.into()),
+        (_, Dtype::BF16) => CpuBuffer::BF16(samples(op, &keys, n, per_key, dtype)?.into()),
+        (_, Dtype::F64) => CpuBuffer::F64(samples(op, &keys, n, per_key, dtype)?.into()),
         (RandomOp::Erfinv, Dtype::C64) => {
             // Real and imaginary parts from consecutive words.
             let mut out = output_vec::<Complex32>(n)?;
             let parts: &mut [f32] = bytemuck::cast_slice_mut(&mut out);
             fill_keys(&keys, parts, 2 * per_key, normal_erfinv);
-            CpuBuffer::C64(out)
+            CpuBuffer::C64(out.into())
         }
         _ => return Err(unsupported(op, dtype)),
     })
@@ -408,7 +408,7 @@ mod tests {
     use super::*;
 
     fn generate(op: RandomOp, key: [u32; 2], n: usize, dtype: Dtype) -> CpuBuffer {
-        random(op, &CpuBuffer::U32(key.to_vec()), &Layout::contiguous(&[2]), n, dtype).expect("random")
+        random(op, &CpuBuffer::U32(key.to_vec().into()), &Layout::contiguous(&[2]), n, dtype).expect("random")
     }
 
     #[test]

@@ -203,7 +203,7 @@ pub fn arg_reduce(op: ArgReduceOp, x: &CpuBuffer, l: &Layout, axis: usize) -> Re
         });
         Ok(out)
     }
-    Ok(CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis))?))
+    Ok(CpuBuffer::U32(crate::with_buffer!(x, v => typed(op, &v[..], l, axis))?.into()))
 }
 
 /// Independent running extremes of [`block_extreme`] (the compiler turns
@@ -386,7 +386,8 @@ mod tests {
                 assert_eq!(arg_extreme_of_row(&wide, max), sequential(ArgReduceOp::ArgMax, &wide), "{wide:?}");
                 // Whole rows through arg_reduce, contiguous and transposed.
                 let l = Layout::contiguous(&[len]);
-                let CpuBuffer::U32(got) = arg_reduce(ArgReduceOp::ArgMax, &CpuBuffer::F32(row.clone()), &l, 0).unwrap()
+                let CpuBuffer::U32(got) =
+                    arg_reduce(ArgReduceOp::ArgMax, &CpuBuffer::F32(row.clone().into()), &l, 0).unwrap()
                 else {
                     panic!()
                 };

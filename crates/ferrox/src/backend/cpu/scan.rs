@@ -295,18 +295,18 @@ mod tests {
     #[test]
     fn strided_input_identities_and_nan() {
         // A transposed 2 x 3 view scanned along its last axis.
-        let x = CpuBuffer::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let x = CpuBuffer::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0].into());
         let l = Layout::contiguous(&[3, 2]).permute(&[1, 0]);
         let CpuBuffer::F32(v) = scan(ScanOp::Sum, &x, &l, 1, false, true).unwrap() else { panic!() };
         assert_eq!(v, vec![1.0, 4.0, 9.0, 2.0, 6.0, 12.0]);
-        let x = CpuBuffer::F32(vec![1.0, f32::NAN, 3.0]);
+        let x = CpuBuffer::F32(vec![1.0, f32::NAN, 3.0].into());
         let l = Layout::contiguous(&[3]);
         let CpuBuffer::F32(v) = scan(ScanOp::Max, &x, &l, 0, false, false).unwrap() else { panic!() };
         assert_eq!(v[..2], [f32::NEG_INFINITY, 1.0]);
         assert!(v[2].is_nan());
         let CpuBuffer::F32(v) = scan(ScanOp::LogAddExp, &x, &l, 0, true, false).unwrap() else { panic!() };
         assert!(v[0].is_nan() && v[1] == 3.0 && v[2] == f32::NEG_INFINITY);
-        let x = CpuBuffer::U8(vec![200, 100]);
+        let x = CpuBuffer::U8(vec![200, 100].into());
         let CpuBuffer::U8(v) = scan(ScanOp::Sum, &x, &Layout::contiguous(&[2]), 0, false, true).unwrap() else {
             panic!()
         };

@@ -442,7 +442,7 @@ fn typed<T: SortKey>(x: &[T], l: &Layout, axis: usize, arg: bool) -> Result<CpuB
                 }
             });
         }
-        Ok(CpuBuffer::U32(scatter_rows(idx, &lines)?))
+        Ok(CpuBuffer::U32(scatter_rows(idx, &lines)?.into()))
     } else {
         let mut v = output_vec::<T>(rows.len())?;
         if !rows.is_empty() {
@@ -482,7 +482,7 @@ pub fn search_sorted(seq: &CpuBuffer, ls: &Layout, values: &CpuBuffer, lv: &Layo
     crate::with_buffer!(seq, s => {
         let v = CpuElement::slice_of(values)
             .ok_or_else(|| Error::invalid("searchsorted", "the sequence and the values differ in dtype"))?;
-        Ok(CpuBuffer::U32(typed(s, ls, v, lv, right)?))
+        Ok(CpuBuffer::U32(typed(s, ls, v, lv, right)?.into()))
     })
 }
 
@@ -511,7 +511,7 @@ mod tests {
 
     fn args(b: CpuBuffer) -> Vec<u32> {
         match b {
-            CpuBuffer::U32(v) => v,
+            CpuBuffer::U32(v) => v.into_vec(),
             other => panic!("expected uint32, got {other:?}"),
         }
     }
@@ -534,9 +534,11 @@ mod tests {
             let xi = data(rows * n, (rows * 31 + n) as u64);
             let xf: Vec<f32> = xi.iter().map(|&v| if v == 7 { f32::NAN } else { v as f32 * 0.5 }).collect();
             let l = Layout::contiguous(&[rows, n]);
-            let got = args(sort(&CpuBuffer::F32(xf.clone()), &l, 1, true).unwrap());
-            let CpuBuffer::F32(vals) = sort(&CpuBuffer::F32(xf.clone()), &l, 1, false).unwrap() else { panic!() };
-            let got_i = args(sort(&CpuBuffer::I32(xi.clone()), &l, 1, true).unwrap());
+            let got = args(sort(&CpuBuffer::F32(xf.clone().into()), &l, 1, true).unwrap());
+            let CpuBuffer::F32(vals) = sort(&CpuBuffer::F32(xf.clone().into()), &l, 1, false).unwrap() else {
+                panic!()
+            };
+            let got_i = args(sort(&CpuBuffer::I32(xi.clone().into()), &l, 1, true).unwrap());
             for r in 0..rows {
                 let row = &xf[r * n..(r + 1) * n];
                 let want = reference(row);
@@ -632,8 +634,10 @@ mod tests {
         let l = Layout::contiguous(&[4, 3, 2]).permute(&[2, 1, 0]);
         let logical = |i: usize, j: usize, k: usize| base[k * 6 + j * 2 + i];
         for axis in 0..3 {
-            let got = args(sort(&CpuBuffer::I64(base.clone()), &l, axis, true).unwrap());
-            let CpuBuffer::I64(vals) = sort(&CpuBuffer::I64(base.clone()), &l, axis, false).unwrap() else { panic!() };
+            let got = args(sort(&CpuBuffer::I64(base.clone().into()), &l, axis, true).unwrap());
+            let CpuBuffer::I64(vals) = sort(&CpuBuffer::I64(base.clone().into()), &l, axis, false).unwrap() else {
+                panic!()
+            };
             let shape = [2, 3, 4];
             let at = |idx: [usize; 3]| (idx[0] * 3 + idx[1]) * 4 + idx[2];
             for i in 0..2 {
@@ -666,11 +670,11 @@ mod tests {
         let nan = f32::NAN;
         let x = vec![3.0, nan, 1.0, f32::NEG_INFINITY, nan, 2.0, f32::INFINITY, -0.0, 0.0];
         let l = Layout::contiguous(&[9]);
-        assert_eq!(args(sort(&CpuBuffer::F32(x.clone()), &l, 0, true).unwrap()), [3, 7, 8, 2, 5, 0, 6, 1, 4]);
+        assert_eq!(args(sort(&CpuBuffer::F32(x.clone().into()), &l, 0, true).unwrap()), [3, 7, 8, 2, 5, 0, 6, 1, 4]);
         let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
-        assert_eq!(args(sort(&CpuBuffer::F16(h), &l, 0, true).unwrap()), [3, 7, 8, 2, 5, 0, 6, 1, 4]);
+        assert_eq!(args(sort(&CpuBuffer::F16(h.into()), &l, 0, true).unwrap()), [3, 7, 8, 2, 5, 0, 6, 1, 4]);
         let b: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
-        assert_eq!(args(sort(&CpuBuffer::BF16(b), &l, 0, true).unwrap()), [3, 7, 8, 2, 5, 0, 6, 1, 4]);
+        assert_eq!(args(sort(&CpuBuffer::BF16(b.into()), &l, 0, true).unwrap()), [3, 7, 8, 2, 5, 0, 6, 1, 4]);
         let c = vec![
             Complex32::new(1.0, 2.0),
             Complex32::new(1.0, 1.0),
@@ -680,32 +684,33 @@ mod tests {
             Complex32::new(0.0, -1.0),
         ];
         let lc = Layout::contiguous(&[6]);
-        assert_eq!(args(sort(&CpuBuffer::C64(c), &lc, 0, true).unwrap()), [5, 2, 1, 0, 3, 4]);
+        assert_eq!(args(sort(&CpuBuffer::C64(c.into()), &lc, 0, true).unwrap()), [5, 2, 1, 0, 3, 4]);
         let bools = vec![true, false, true, false];
-        let CpuBuffer::Bool(v) = sort(&CpuBuffer::Bool(bools), &Layout::contiguous(&[4]), 0, false).unwrap() else {
+        let CpuBuffer::Bool(v) = sort(&CpuBuffer::Bool(bools.into()), &Layout::contiguous(&[4]), 0, false).unwrap()
+        else {
             panic!()
         };
         assert_eq!(v, [false, false, true, true]);
         let u = vec![u64::MAX, 0, 5, u64::MAX - 1];
-        assert_eq!(args(sort(&CpuBuffer::U64(u), &Layout::contiguous(&[4]), 0, true).unwrap()), [1, 2, 3, 0]);
+        assert_eq!(args(sort(&CpuBuffer::U64(u.into()), &Layout::contiguous(&[4]), 0, true).unwrap()), [1, 2, 3, 0]);
     }
 
     #[test]
     fn search_sorted_both_sides_with_nan() {
-        let seq = CpuBuffer::F32(vec![1.0, 2.0, 2.0, 4.0, f32::NAN]);
+        let seq = CpuBuffer::F32(vec![1.0, 2.0, 2.0, 4.0, f32::NAN].into());
         let ls = Layout::contiguous(&[5]);
-        let vals = CpuBuffer::F32(vec![0.0, 2.0, 3.0, 5.0, f32::NAN, -0.0]);
+        let vals = CpuBuffer::F32(vec![0.0, 2.0, 3.0, 5.0, f32::NAN, -0.0].into());
         let lv = Layout::contiguous(&[2, 3]);
         assert_eq!(args(search_sorted(&seq, &ls, &vals, &lv, false).unwrap()), [0, 1, 3, 4, 4, 0]);
         assert_eq!(args(search_sorted(&seq, &ls, &vals, &lv, true).unwrap()), [0, 3, 3, 4, 5, 0]);
         // A reversed view of a descending buffer, and transposed values.
-        let seq = CpuBuffer::I8(vec![9, 5, 5, 1]);
+        let seq = CpuBuffer::I8(vec![9, 5, 5, 1].into());
         let ls = Layout { shape: vec![4], strides: vec![-1], offset: 3 };
-        let vals = CpuBuffer::I8(vec![5, 0, 10, 1]);
+        let vals = CpuBuffer::I8(vec![5, 0, 10, 1].into());
         let lv = Layout::contiguous(&[2, 2]).permute(&[1, 0]);
         assert_eq!(args(search_sorted(&seq, &ls, &vals, &lv, false).unwrap()), [1, 4, 0, 0]);
         assert_eq!(args(search_sorted(&seq, &ls, &vals, &lv, true).unwrap()), [3, 4, 0, 1]);
-        let empty = CpuBuffer::I8(vec![]);
+        let empty = CpuBuffer::I8(vec![].into());
         assert_eq!(args(search_sorted(&empty, &Layout::contiguous(&[0]), &vals, &lv, true).unwrap()), [0; 4]);
     }
 }

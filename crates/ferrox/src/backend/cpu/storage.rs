@@ -1,46 +1,53 @@
-//! Host buffers: one typed `Vec` per dtype, counted by the memory accounting.
+//! Host buffers: one typed [`HostVec`] per dtype. Buffers ferrox owns are
+//! counted by the memory accounting and recycled through the cache; foreign
+//! ones (zero-copy imports) are neither: ferrox did not allocate them, GPU
+//! imports are not counted either, and MLX's active memory likewise counts
+//! only what its own allocator hands out.
 
+use super::host_vec::HostVec;
 use crate::dtype::Dtype;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::memory;
+use crate::shape::{numel, Layout};
 use half::{bf16, f16};
 use num_complex::Complex32;
+use std::ptr::NonNull;
 
 /// A typed host buffer.
 #[derive(Debug, Clone)]
 pub enum CpuBuffer {
     /// bool elements.
-    Bool(Vec<bool>),
+    Bool(HostVec<bool>),
     /// uint8 elements.
-    U8(Vec<u8>),
+    U8(HostVec<u8>),
     /// uint16 elements.
-    U16(Vec<u16>),
+    U16(HostVec<u16>),
     /// uint32 elements.
-    U32(Vec<u32>),
+    U32(HostVec<u32>),
     /// uint64 elements.
-    U64(Vec<u64>),
+    U64(HostVec<u64>),
     /// int8 elements.
-    I8(Vec<i8>),
+    I8(HostVec<i8>),
     /// int16 elements.
-    I16(Vec<i16>),
+    I16(HostVec<i16>),
     /// int32 elements.
-    I32(Vec<i32>),
+    I32(HostVec<i32>),
     /// int64 elements.
-    I64(Vec<i64>),
+    I64(HostVec<i64>),
     /// float16 elements.
-    F16(Vec<f16>),
+    F16(HostVec<f16>),
     /// bfloat16 elements.
-    BF16(Vec<bf16>),
+    BF16(HostVec<bf16>),
     /// float32 elements.
-    F32(Vec<f32>),
+    F32(HostVec<f32>),
     /// float64 elements.
-    F64(Vec<f64>),
+    F64(HostVec<f64>),
     /// complex64 elements.
-    C64(Vec<Complex32>),
+    C64(HostVec<Complex32>),
 }
 
-/// Runs `$body` with `$v` bound to the typed vector inside a [`CpuBuffer`]
+/// Runs `$body` with `$v` bound to the typed [`HostVec`] inside a [`CpuBuffer`]
 /// (or a reference to one), whatever its dtype.
 #[macro_export]
 #[doc(hidden)]
@@ -120,20 +127,32 @@ macro_rules! with_bits_buffer {
     }};
 }
 
+impl CpuBuffer {
+    /// Whether the elements live in memory another library owns.
+    pub fn is_foreign(&self) -> bool {
+        with_buffer!(self, v => v.is_foreign())
+    }
+}
+
 /// Element types that live in a [`CpuBuffer`].
 pub trait CpuElement: Element + bytemuck::Zeroable {
+    /// Wraps elements in the matching buffer variant.
+    fn host_buffer(v: HostVec<Self>) -> CpuBuffer;
     /// Wraps a vector in the matching buffer variant.
-    fn into_buffer(v: Vec<Self>) -> CpuBuffer;
+    fn into_buffer(v: Vec<Self>) -> CpuBuffer {
+        Self::host_buffer(v.into())
+    }
     /// The typed slice, if the buffer holds this type.
     fn slice_of(b: &CpuBuffer) -> Option<&[Self]>;
-    /// The typed vector, if the buffer holds this type.
+    /// The typed vector (copied if the buffer is foreign), if the buffer
+    /// holds this type.
     fn from_buffer(b: CpuBuffer) -> Option<Vec<Self>>;
 }
 
 macro_rules! cpu_element {
     ($t:ty, $variant:ident) => {
         impl CpuElement for $t {
-            fn into_buffer(v: Vec<Self>) -> CpuBuffer {
+            fn host_buffer(v: HostVec<Self>) -> CpuBuffer {
                 CpuBuffer::$variant(v)
             }
             fn slice_of(b: &CpuBuffer) -> Option<&[Self]> {
@@ -144,7 +163,7 @@ macro_rules! cpu_element {
             }
             fn from_buffer(b: CpuBuffer) -> Option<Vec<Self>> {
                 match b {
-                    CpuBuffer::$variant(v) => Some(v),
+                    CpuBuffer::$variant(v) => Some(v.into_vec()),
                     _ => None,
                 }
             }
@@ -251,7 +270,7 @@ fn advise_huge_pages(addr: usize, len: usize) {
 fn advise_huge_pages(_addr: usize, _len: usize) {}
 
 /// Host storage of one array buffer. Creating and dropping it updates the
-/// memory accounting.
+/// memory accounting (for buffers ferrox owns).
 #[derive(Debug)]
 pub struct CpuStorage {
     buffer: CpuBuffer,
@@ -261,8 +280,142 @@ impl CpuStorage {
     /// Takes ownership of a buffer.
     pub fn new(buffer: CpuBuffer) -> CpuStorage {
         let s = CpuStorage { buffer };
-        memory::on_alloc(s.nbytes());
+        memory::on_alloc(s.owned_nbytes());
         s
+    }
+
+    /// Storage for the elements another library's memory holds (a
+    /// zero-copy import; see [`crate::Array::from_foreign_host`] for the
+    /// arguments), and the layout that reads them from it. The memory is
+    /// shared when `ptr` is aligned to the element size (and, for bool,
+    /// every byte is 0 or 1); otherwise the elements are copied and `owner`
+    /// is dropped before this returns.
+    ///
+    /// # Safety
+    /// As for [`crate::Array::from_foreign_host`].
+    pub(crate) unsafe fn from_foreign(
+        ptr: *const u8,
+        dtype: Dtype,
+        shape: &[usize],
+        strides: &[isize],
+        owner: impl Send + 'static,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "from_foreign_host";
+        if strides.len() != shape.len() {
+            return Err(Error::invalid(
+                OP,
+                format!("{} strides given for a shape of {} dimensions.", strides.len(), shape.len()),
+            ));
+        }
+        let size = dtype.size();
+        let too_large = || Error::invalid(OP, format!("The strides {strides:?} of shape {shape:?} reach too far."));
+        if numel(shape) == 0 {
+            // Nothing to read: an empty foreign region, owner kept alongside.
+            let layout = Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: 0 };
+            // SAFETY: no element is addressed (`foreign` picks an aligned pointer).
+            return Ok((unsafe { CpuStorage::foreign(NonNull::dangling(), dtype, 0, owner) }, layout));
+        }
+        if ptr.is_null() {
+            return Err(Error::invalid(OP, "A null pointer cannot hold elements."));
+        }
+        // The addressed elements span [lo, hi] around element [0, ..., 0].
+        let (mut lo, mut hi) = (0isize, 0isize);
+        for (&d, &s) in shape.iter().zip(strides) {
+            let reach = isize::try_from(d - 1).ok().and_then(|d| d.checked_mul(s)).ok_or_else(too_large)?;
+            if reach < 0 {
+                lo = lo.checked_add(reach).ok_or_else(too_large)?;
+            } else {
+                hi = hi.checked_add(reach).ok_or_else(too_large)?;
+            }
+        }
+        let len = hi.checked_sub(lo).and_then(|n| n.checked_add(1)).ok_or_else(too_large)? as usize;
+        let bytes = len.checked_mul(size).filter(|&b| b <= isize::MAX as usize).ok_or_else(too_large)?;
+        // SAFETY: the caller guarantees every addressed element, and so the
+        // span from the lowest to the highest, lies in one allocation.
+        let start = unsafe { ptr.offset(lo * size as isize) };
+        // SAFETY: as above; the span holds initialized bytes.
+        let valid = dtype != Dtype::Bool || unsafe { std::slice::from_raw_parts(start, bytes) }.iter().all(|&b| b <= 1);
+        let layout = Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: (-lo) as usize };
+        if (start as usize).is_multiple_of(size) && valid {
+            // SAFETY: aligned (checked), valid (bool checked; other dtypes
+            // accept any bits), and kept alive by `owner` (caller's contract).
+            let storage = unsafe { CpuStorage::foreign(NonNull::new_unchecked(start as *mut u8), dtype, len, owner) };
+            return Ok((storage, layout));
+        }
+        let storage = CpuStorage::filled_with(dtype, numel(shape), |out| {
+            if layout.is_row_contiguous() {
+                // SAFETY: the elements are dense from `ptr` (so `start == ptr`).
+                unsafe { std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr(), out.len()) };
+                return Ok(());
+            }
+            let mut index = vec![0usize; shape.len()];
+            for dst in out.chunks_exact_mut(size) {
+                let at: isize = index.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+                // SAFETY: an addressed element, inside the span checked above.
+                unsafe { std::ptr::copy_nonoverlapping(ptr.offset(at * size as isize), dst.as_mut_ptr(), size) };
+                for ax in (0..shape.len()).rev() {
+                    index[ax] += 1;
+                    if index[ax] < shape[ax] {
+                        break;
+                    }
+                    index[ax] = 0;
+                }
+            }
+            Ok(())
+        })?;
+        drop(owner);
+        Ok((storage, Layout::contiguous(shape)))
+    }
+
+    /// Storage over `len` elements of `dtype` at `ptr`, memory another
+    /// library owns, without a copy; dropping the storage drops `owner`.
+    ///
+    /// # Safety
+    /// Unless `len` is 0 (then `ptr` is ignored), `ptr` must be aligned for
+    /// `dtype`'s element type and address `len` initialized, valid elements
+    /// (bool bytes 0 or 1) that stay readable, and unwritten, until `owner`
+    /// is dropped.
+    unsafe fn foreign(ptr: NonNull<u8>, dtype: Dtype, len: usize, owner: impl Send + 'static) -> CpuStorage {
+        unsafe fn typed<T: CpuElement>(ptr: NonNull<u8>, len: usize, owner: impl Send + 'static) -> CpuBuffer {
+            let ptr = if len == 0 { NonNull::dangling() } else { ptr.cast::<T>() };
+            // SAFETY: the caller's contract; a dangling pointer is aligned.
+            T::host_buffer(unsafe { HostVec::foreign(ptr, len, owner) })
+        }
+        // SAFETY (every arm): the caller's contract, for the element type of `dtype`.
+        let buffer = unsafe {
+            match dtype {
+                Dtype::Bool => typed::<bool>(ptr, len, owner),
+                Dtype::U8 => typed::<u8>(ptr, len, owner),
+                Dtype::U16 => typed::<u16>(ptr, len, owner),
+                Dtype::U32 => typed::<u32>(ptr, len, owner),
+                Dtype::U64 => typed::<u64>(ptr, len, owner),
+                Dtype::I8 => typed::<i8>(ptr, len, owner),
+                Dtype::I16 => typed::<i16>(ptr, len, owner),
+                Dtype::I32 => typed::<i32>(ptr, len, owner),
+                Dtype::I64 => typed::<i64>(ptr, len, owner),
+                Dtype::F16 => typed::<f16>(ptr, len, owner),
+                Dtype::BF16 => typed::<bf16>(ptr, len, owner),
+                Dtype::F32 => typed::<f32>(ptr, len, owner),
+                Dtype::F64 => typed::<f64>(ptr, len, owner),
+                Dtype::C64 => typed::<Complex32>(ptr, len, owner),
+            }
+        };
+        CpuStorage::new(buffer)
+    }
+
+    /// Whether the buffer is memory another library owns (a zero-copy
+    /// import), which ferrox must never write to.
+    pub fn is_foreign(&self) -> bool {
+        self.buffer.is_foreign()
+    }
+
+    /// Bytes the memory accounting counts: none for foreign memory.
+    fn owned_nbytes(&self) -> usize {
+        if self.is_foreign() {
+            0
+        } else {
+            self.nbytes()
+        }
     }
 
     /// Wraps a typed vector.
@@ -354,7 +507,9 @@ impl CpuStorage {
                 }
                 // SAFETY: every byte is 0 or 1 (a valid bool), and bool has
                 // u8's size and alignment, so the allocation is reused as is.
-                CpuBuffer::Bool(unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut bool, v.len(), v.capacity()) })
+                CpuBuffer::Bool(
+                    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut bool, v.len(), v.capacity()) }.into(),
+                )
             }
             Dtype::U8 => typed::<u8>(n, fill)?,
             Dtype::U16 => typed::<u16>(n, fill)?,
@@ -380,8 +535,8 @@ fn element_dtype<T: Element>(_: &[T]) -> Dtype {
 
 impl Drop for CpuStorage {
     fn drop(&mut self) {
-        memory::on_free(self.nbytes());
-        super::cache::recycle(std::mem::replace(&mut self.buffer, CpuBuffer::U8(Vec::new())));
+        memory::on_free(self.owned_nbytes());
+        super::cache::recycle(std::mem::replace(&mut self.buffer, CpuBuffer::U8(Vec::new().into())));
     }
 }
 
