@@ -54,9 +54,10 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     python3 benches/gpu_ops.py ${GPU_BENCH_ARGS:-} 2>&1 | tee "$OUT/gpu_ops.log"
     python3 benches/autodiff.py 2>&1 | tee "$OUT/autodiff.log"
     python3 benches/io.py ${IO_BENCH_ARGS:-} 2>&1 | tee "$OUT/io.log"
+    python3 benches/gpu_random_floor.py 2>&1 | tee "$OUT/random_floor.log"
 fi
 
 echo "==== summary ===="
 tail -n 3 "$OUT/pytest.log" 2>/dev/null
-cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" 2>/dev/null | grep -v "^$"
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" 2>/dev/null | grep -v "^$"
 exit "$status"

@@ -43,8 +43,14 @@
 // The generator
 // ---------------------------------------------------------------------------
 
-#define FX_TF_ROUND(r) \
-    x += y;            \
+// The generator is issue-bound on the integer ALU pipe (adds, funnel
+// shifts and xors all go there). Multiplying by a 1 the compiler cannot see
+// through makes each round's add an IMAD, which runs on the otherwise idle
+// FMA pipe: the same bits, about 7% faster. Nothing ever writes fx_rng_one.
+__constant__ unsigned fx_rng_one = 1u;
+
+#define FX_TF_ROUND(r)          \
+    x = y * fx_rng_one + x;     \
     y = __funnelshift_l(y, y, r) ^ x;
 
 // The threefry2x32 block function, 20 rounds (JAX's and MLX's): (x, y) are
@@ -99,7 +105,7 @@ __device__ __forceinline__ float fx_unit(unsigned w, float upper) {
 // calls) for positive normal x: table of (1/c, log c), then a polynomial
 // in double. Identical to glibc for every positive float, with or without
 // the fused multiply-adds below.
-__device__ const double fx_logf_tab[32] = {
+__device__ const __align__(16) double fx_logf_tab[32] = {
     0x1.661ec79f8f3bep+0, -0x1.57bf7808caadep-2, 0x1.571ed4aaf883dp+0, -0x1.2bef0a7c06ddbp-2,
     0x1.49539f0f010bp+0,  -0x1.01eae7f513a67p-2, 0x1.3c995b0b80385p+0, -0x1.b31d8a68224e9p-3,
     0x1.30d190c8864a5p+0, -0x1.6574f0ac07758p-3, 0x1.25e227b0b8eap+0,  -0x1.1aa2bc79c81p-3,
@@ -116,7 +122,8 @@ __device__ __forceinline__ float fx_logf_glibc(float x) {
     const int i = (int)((tmp >> 19) & 15u);
     const int k = (int)tmp >> 23;
     const unsigned iz = ix - (tmp & 0xff800000u);
-    const double invc = __ldg(&fx_logf_tab[2 * i]), logc = __ldg(&fx_logf_tab[2 * i + 1]);
+    const double2 entry = __ldg(reinterpret_cast<const double2*>(fx_logf_tab) + i);  // one 16-byte load
+    const double invc = entry.x, logc = entry.y;
     const double z = (double)__uint_as_float(iz);
     const double r = fma(z, invc, -1.0);
     const double y0 = fma((double)k, 0x1.62e42fefa39efp-1, logc);
