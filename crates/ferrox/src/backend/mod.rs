@@ -10,6 +10,9 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod dispatcher;
+mod update_rule;
+
+pub use update_rule::UpdateRule;
 
 use crate::device::Device;
 use crate::dtype::Dtype;
@@ -575,4 +578,18 @@ pub trait Backend: Send + Sync {
     /// key order, each key's in MLX's layout. `op` picks raw bits (uint8,
     /// uint16, uint32) or a fused sampler (see [`RandomOp`] for its dtypes).
     fn random(&self, op: RandomOp, keys: &Storage, keys_layout: &Layout, n: usize, dtype: Dtype) -> Result<Storage>;
+
+    /// One fused optimizer step (see [`UpdateRule`]): `inputs` are the
+    /// parameter, its gradient and the rule's states, all of one real float
+    /// dtype and row-contiguous (from their layouts' offsets) with `n`
+    /// elements each; `lr` and `t` are float32 scalars (the learning rate
+    /// and the step count). Returns the new parameter and states.
+    fn optimizer_update(
+        &self,
+        rule: &UpdateRule,
+        inputs: &[(&Storage, &Layout)],
+        lr: (&Storage, &Layout),
+        t: (&Storage, &Layout),
+        n: usize,
+    ) -> Result<Vec<Storage>>;
 }

@@ -15,6 +15,7 @@ mod linalg;
 mod math;
 mod methods;
 mod operators;
+mod optimizer;
 // Not glob-exported: `random::split` would clash with the array op.
 mod quantized;
 pub mod random;
@@ -38,6 +39,7 @@ pub use hadamard::*;
 pub use indexing::*;
 pub use linalg::*;
 pub use math::*;
+pub use optimizer::*;
 pub use quantized::*;
 pub use rearrange::*;
 pub use reduction::*;

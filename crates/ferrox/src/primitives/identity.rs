@@ -78,6 +78,7 @@ serializable_primitives!(
     Scatter,
     Matmul,
     RandomBits,
+    OptimizerUpdate,
     Reduce,
     ArgReduce,
     Scan,

@@ -9,6 +9,7 @@ pub mod gather;
 pub mod host_vec;
 pub mod math;
 pub mod matmul;
+pub mod optimizer;
 pub mod random;
 pub mod reduce;
 pub mod scan;
@@ -231,6 +232,25 @@ impl Backend for CpuBackend {
         dtype: Dtype,
     ) -> Result<Storage> {
         wrap(random::random(op, host(keys), keys_layout, n, dtype)?)
+    }
+
+    fn optimizer_update(
+        &self,
+        rule: &super::UpdateRule,
+        inputs: &[(&Storage, &Layout)],
+        lr: (&Storage, &Layout),
+        t: (&Storage, &Layout),
+        n: usize,
+    ) -> Result<Vec<Storage>> {
+        let scalar = |(s, l): (&Storage, &Layout)| -> Result<f64> {
+            match host(s) {
+                CpuBuffer::F32(v) => Ok(v[l.offset] as f64),
+                _ => Err(Error::invalid("optimizer_update", "internal error: scalars must be float32")),
+            }
+        };
+        let runs: Vec<(&CpuBuffer, usize)> = inputs.iter().map(|(s, l)| (host(s), l.offset)).collect();
+        let outs = optimizer::optimizer_update(rule, &runs, n, scalar(lr)?, scalar(t)?)?;
+        outs.into_iter().map(wrap).collect()
     }
 }
 

@@ -61,11 +61,13 @@ pub enum Family {
     Gather,
     /// Sorting rows (sort, argsort, partitions) and searchsorted.
     Sort,
+    /// The fused optimizer steps.
+    Optimizer,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 12] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -77,6 +79,7 @@ impl Family {
         Family::Random,
         Family::Gather,
         Family::Sort,
+        Family::Optimizer,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -93,6 +96,7 @@ impl Family {
             Family::Random => "random",
             Family::Gather => "gather",
             Family::Sort => "sort",
+            Family::Optimizer => "optimizer",
         }
     }
 
@@ -109,6 +113,7 @@ impl Family {
             Family::Random => include_str!("kernels/random.cu"),
             Family::Gather => include_str!("kernels/gather.cu"),
             Family::Sort => include_str!("kernels/sort.cu"),
+            Family::Optimizer => include_str!("kernels/optimizer.cu"),
         }
     }
 }
@@ -230,6 +235,7 @@ impl Module {
             Module::Family(Family::Random, d) => super::random::kernel_names(d),
             Module::Family(Family::Gather, _) => super::gather::KERNEL_NAMES.iter().map(|k| k.to_string()).collect(),
             Module::Family(Family::Sort, _) => super::sort::KERNELS.iter().map(|k| k.to_string()).collect(),
+            Module::Family(Family::Optimizer, d) => super::optimizer::kernel_names(d),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

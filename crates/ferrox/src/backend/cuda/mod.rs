@@ -16,6 +16,7 @@ mod gather;
 pub mod kernels;
 mod launch;
 mod matmul;
+mod optimizer;
 mod random;
 mod reduce;
 mod scan;
@@ -385,5 +386,19 @@ impl Backend for CudaBackend {
         dtype: Dtype,
     ) -> Result<Storage> {
         wrap(random::random(&self.stream, op, self.input(keys)?, keys_layout, n, dtype)?)
+    }
+
+    fn optimizer_update(
+        &self,
+        rule: &super::UpdateRule,
+        inputs: &[(&Storage, &Layout)],
+        lr: (&Storage, &Layout),
+        t: (&Storage, &Layout),
+        n: usize,
+    ) -> Result<Vec<Storage>> {
+        let runs = inputs.iter().map(|(s, l)| Ok((self.input(s)?, l.offset))).collect::<Result<Vec<_>>>()?;
+        let (lr, t) = ((self.input(lr.0)?, lr.1.offset), (self.input(t.0)?, t.1.offset));
+        let outs = optimizer::optimizer_update(&self.stream, rule, &runs, lr, t, n)?;
+        outs.into_iter().map(wrap).collect()
     }
 }
