@@ -7,6 +7,7 @@ from typing import Any, ClassVar, TypeAlias
 from . import cuda as cuda
 from . import metal as metal
 from . import random as random
+from . import utils as utils
 
 _ArrayLike: TypeAlias = array | int | float | complex | bool
 

@@ -5,75 +5,49 @@ dicts of arrays; the Rust core works on flat lists of arrays."""
 from typing import Any, Callable, List, Sequence, Tuple, Union
 
 from ferrox import _core
+from ferrox.utils import _children, _is_node, _rebuild, tree_map
 
 array = _core.array
 
 
-def _flatten(tree: Any, what: str, _path: Tuple[int, ...] = ()) -> Tuple[List[array], Any]:
-    """Leaves (arrays) of a tree of lists/tuples/dicts, and its structure.
-    A container that holds itself, or nesting deeper than 256 levels, is a
-    ValueError."""
-    if isinstance(tree, array):
-        return [tree], None
-    if isinstance(tree, (list, tuple, dict)):
-        if id(tree) in _path:
+def _flatten(tree: Any, what: str) -> Tuple[List[array], Any]:
+    """Leaves (arrays) of a tree of lists/tuples/dicts, and its structure:
+    the tree with ``None`` in place of each leaf. A leaf that is not an
+    array, a container that holds itself, or nesting deeper than 256 levels
+    is a ValueError."""
+    leaves: List[array] = []
+
+    def walk(node: Any, ancestors: Tuple[int, ...]) -> Any:
+        if isinstance(node, array):
+            leaves.append(node)
+            return None
+        if not _is_node(node):
+            raise ValueError(
+                f"[{what}] Expected arrays or trees (lists, tuples, dicts) of arrays, got {type(node).__name__}."
+            )
+        if id(node) in ancestors:
             raise ValueError(f"[{what}] The argument contains a reference to itself.")
-        if len(_path) >= 256:
+        if len(ancestors) >= 256:
             raise ValueError(f"[{what}] The argument is nested more than 256 levels deep.")
-        path = _path + (id(tree),)
-        if isinstance(tree, dict):
-            leaves, defs = [], []
-            for key, item in tree.items():
-                sub, d = _flatten(item, what, path)
-                leaves += sub
-                defs.append((key, len(sub), d))
-            return leaves, (dict, defs)
-        leaves, defs = [], []
-        for item in tree:
-            sub, d = _flatten(item, what, path)
-            leaves += sub
-            defs.append((len(sub), d))
-        return leaves, (type(tree), defs)
-    raise ValueError(
-        f"[{what}] Expected arrays or trees (lists, tuples, dicts) of arrays, got {type(tree).__name__}."
-    )
+        inner = ancestors + (id(node),)
+        return _rebuild(node, [walk(child, inner) for _, child in _children(node)])
+
+    structure = walk(tree, ())
+    return leaves, structure
 
 
 def _unflatten(leaves: Sequence[array], structure: Any) -> Any:
-    """Inverse of ``_flatten``."""
-    if structure is None:
-        return leaves[0]
-    kind, defs = structure
-    if kind is dict:
-        out, at = {}, 0
-        for key, n, d in defs:
-            out[key] = _unflatten(leaves[at : at + n], d)
-            at += n
-        return out
-    items, at = [], 0
-    for n, d in defs:
-        items.append(_unflatten(leaves[at : at + n], d))
-        at += n
-    return _rebuild(kind, items)
-
-
-def _rebuild(kind: type, items: List[Any]) -> Any:
-    """A list or tuple of `kind` (a subclass too; a NamedTuple takes its
-    fields as separate arguments) holding `items`."""
-    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
-        return kind(*items)
-    return kind(items)
+    """Inverse of ``_flatten``: the structure with its leaves filled in order."""
+    it = iter(leaves)
+    return tree_map(lambda _: next(it), structure)
 
 
 def _snapshot_lists(tree: Any, out: dict) -> dict:
     """The entries of every list in a tree, by the list's id."""
     if isinstance(tree, list):
         out[id(tree)] = list(tree)
-    if isinstance(tree, (list, tuple)):
-        for item in tree:
-            _snapshot_lists(item, out)
-    elif isinstance(tree, dict):
-        for item in tree.values():
+    if _is_node(tree):
+        for _, item in _children(tree):
             _snapshot_lists(item, out)
     return out
 
@@ -196,7 +170,7 @@ def value_and_grad(
 
         outs, grads = _core._value_and_grad(flat_fun, flat, list(range(len(flat))))
         out = returned[-1]
-        value = outs[0] if isinstance(out, array) else _rebuild(type(out), [outs[0], *out[1:]])
+        value = outs[0] if isinstance(out, array) else _rebuild(out, [outs[0], *out[1:]])
         per_target, at = [], 0
         for s, c in zip(structs, counts):
             per_target.append(_unflatten(grads[at : at + c], s))

@@ -53,7 +53,10 @@ def stub_names(tree):
 @pytest.mark.parametrize("module, stub", [(fx, "__init__.pyi"), (fx.cuda, "cuda.pyi")])
 def test_stub_names_every_public_attribute(module, stub):
     tree = ast.parse((ROOT / "python" / "ferrox" / stub).read_text())
-    public = {n for n in dir(module) if not n.startswith("_")}
+    # Pure-Python subpackages carry their own annotations; they become
+    # attributes of ferrox once some code imports them.
+    typed_sources = {"nn", "optimizers", "utils"} if module is fx else set()
+    public = {n for n in dir(module) if not n.startswith("_")} - typed_sources
     assert public - stub_names(tree) == set()
     if module is fx:
         (array,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "array"]

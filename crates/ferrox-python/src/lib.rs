@@ -18,7 +18,9 @@ mod errors;
 mod export;
 mod io;
 mod methods;
+mod nn;
 mod ops;
+mod optimizers;
 mod random;
 mod transforms;
 
@@ -33,6 +35,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     transforms::register(m)?;
     random::register(m)?;
+    nn::register(m)?;
+    optimizers::register(m)?;
     io::register(m)?;
     dlpack::register(m)?;
     export::register(m)?;
