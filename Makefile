@@ -1,4 +1,4 @@
-# ferrox: `make demo` runs the quickstart tour, `make test` runs every test,
+# ferrox: `make demo` trains a character-level GPT (examples/char_lm.py), `make test` runs every test,
 # `make fuzz` runs the long fuzz pass (fuzz/).
 # Both create .venv (with maturin, numpy, pytest, NVRTC) on first use and
 # build the extension into it. On a GPU machine, scripts/gpu-check.sh runs the
@@ -34,7 +34,7 @@ py-test: build
 test: rust-test py-test
 
 demo: build
-	$(PY) examples/quickstart.py
+	$(PY) examples/char_lm.py
 
 # The long fuzz pass: FUZZ_CALLS random calls with a random seed (the test
 # suite runs a short fixed-seed pass); prints the counts and writes findings

@@ -1,0 +1,160 @@
+"""One training step of a GPT-2-small-shaped model: ferrox beside PyTorch.
+
+Issue "nn, optimizers" target (one H200): ferrox's step within 1.3x of
+PyTorch eager's (bf16 mixed precision, AdamW): 12 layers, d=768, 12 heads,
+vocab 50257, sequence 1024, batch 8.
+
+Rows (median of --repeats steps after --warmup, each step ending in a
+device synchronization; memory is the device's peak during the steps):
+  * torch eager      autocast bf16 compute, float32 weights and AdamW state
+  * torch compile    the same model through torch.compile
+  * torch eager bf16 weights and AdamW state in bfloat16 (no autocast)
+  * ferrox bf16      examples/gpt.py with weights and AdamW state in
+                     bfloat16 (ferrox has no autocast; this is the
+                     like-for-like row for "torch eager bf16")
+Ratios are ferrox / torch eager (autocast), the target's reference.
+
+    python benches/train_step.py [--repeats 10] [--batch 8] [--layers 12] [--no-compile]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+
+def time_steps(step, sync, warmup, repeats):
+    """Median seconds of `step()` + `sync()`, after `warmup` steps."""
+    for _ in range(warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def torch_rows(args, data):
+    import torch
+    import torch.nn as tnn
+    import torch.nn.functional as F
+
+    dev = "cuda"
+
+    class Block(tnn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.ln1, self.ln2 = tnn.LayerNorm(d), tnn.LayerNorm(d)
+            self.attn = tnn.MultiheadAttention(d, h, batch_first=True)
+            self.mlp = tnn.Sequential(tnn.Linear(d, 4 * d), tnn.GELU(approximate="tanh"), tnn.Linear(4 * d, d))
+
+        def forward(self, x, mask):
+            h = self.ln1(x)
+            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = tnn.Embedding(args.vocab, args.dims)
+            self.pos = tnn.Embedding(args.seq, args.dims)
+            self.blocks = tnn.ModuleList([Block(args.dims, args.heads) for _ in range(args.layers)])
+            self.ln = tnn.LayerNorm(args.dims)
+
+        def forward(self, ids):
+            n = ids.shape[1]
+            x = self.tok(ids) + self.pos(torch.arange(n, device=ids.device))
+            mask = torch.triu(torch.full((n, n), float("-inf"), device=ids.device), 1).to(x.dtype)
+            for b in self.blocks:
+                x = b(x, mask)
+            return self.ln(x) @ self.tok.weight.T
+
+    inputs = torch.as_tensor(data[0], device=dev, dtype=torch.long)
+    targets = torch.as_tensor(data[1], device=dev, dtype=torch.long)
+    rows = {}
+
+    def run(name, model, autocast, compile_):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+        fwd = torch.compile(model) if compile_ else model
+
+        def step():
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+                logits = fwd(inputs)
+                loss = F.cross_entropy(logits.float().view(-1, args.vocab), targets.view(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        torch.cuda.reset_peak_memory_stats()
+        t = time_steps(step, torch.cuda.synchronize, args.warmup, args.repeats)
+        rows[name] = (t, torch.cuda.max_memory_allocated() / 2**30)
+        del opt
+
+    torch.manual_seed(0)
+    run("torch eager", GPT().to(dev), True, False)
+    if not args.no_compile:
+        run("torch compile", GPT().to(dev), True, True)
+    run("torch eager bf16", GPT().to(dev).to(torch.bfloat16), False, False)
+    return rows
+
+
+def ferrox_row(args, data):
+    import ferrox as fx
+    import ferrox.nn as nn
+    import ferrox.optimizers as optim
+    from gpt import GPT, GPTConfig, loss_fn
+
+    fx.set_default_device(fx.gpu)
+    fx.random.seed(0)
+    model = GPT(GPTConfig(vocab_size=args.vocab, context=args.seq, dims=args.dims, num_layers=args.layers, num_heads=args.heads))
+    model.set_dtype(fx.bfloat16)
+    opt = optim.AdamW(learning_rate=1e-4, weight_decay=0.01)
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    inputs, targets = fx.array(data[0]), fx.array(data[1])
+
+    def step():
+        loss, grads = loss_and_grad(model, inputs, targets)
+        opt.update(model, grads)
+        fx.eval(loss, model.parameters(), opt.state)
+
+    fx.reset_peak_memory()
+    t = time_steps(step, fx.synchronize, args.warmup, args.repeats)
+    return {"ferrox bf16": (t, fx.get_peak_memory() / 2**30)}
+
+
+def main():
+    p = argparse.ArgumentParser(description="GPT-2-small training step: ferrox vs PyTorch")
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--dims", type=int, default=768)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--vocab", type=int, default=50257)
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile row")
+    args = p.parse_args()
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, args.vocab, (args.batch, args.seq + 1)).astype(np.int32)
+    data = (ids[:, :-1], ids[:, 1:])
+    rows = torch_rows(args, data)
+    rows.update(ferrox_row(args, data))
+    base = rows["torch eager"][0]
+    print(f"\nGPT step: {args.layers} layers, d={args.dims}, {args.heads} heads, vocab {args.vocab}, "
+          f"seq {args.seq}, batch {args.batch}")
+    print(f"{'row':20s} {'ms/step':>9s} {'peak GiB':>9s} {'vs torch eager':>15s}")
+    for name, (t, mem) in rows.items():
+        print(f"{name:20s} {t * 1e3:9.1f} {mem:9.2f} {t / base:15.2f}")
+
+
+if __name__ == "__main__":
+    main()
