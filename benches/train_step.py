@@ -6,7 +6,8 @@ vocab 50257, sequence 1024, batch 8.
 
 Rows (median of --repeats steps after --warmup, each step ending in a
 device synchronization; memory is the device's peak during the steps):
-  * torch eager      autocast bf16 compute, float32 weights and AdamW state
+  * torch eager      autocast bf16 compute, float32 weights and AdamW state;
+                     nanoGPT's model (fused scaled_dot_product_attention)
   * torch compile    the same model through torch.compile
   * torch eager bf16 weights and AdamW state in bfloat16 (no autocast)
   * ferrox bf16      examples/gpt.py with weights and AdamW state in
@@ -49,16 +50,29 @@ def torch_rows(args, data):
 
     dev = "cuda"
 
+    class Attention(tnn.Module):
+        """nanoGPT's causal self-attention (PyTorch's fused SDPA kernels)."""
+
+        def __init__(self, d, h):
+            super().__init__()
+            self.h = h
+            self.qkv, self.out = tnn.Linear(d, 3 * d), tnn.Linear(d, d)
+
+        def forward(self, x):
+            b, n, d = x.shape
+            q, k, v = self.qkv(x).view(b, n, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.out(y.transpose(1, 2).reshape(b, n, d))
+
     class Block(tnn.Module):
         def __init__(self, d, h):
             super().__init__()
             self.ln1, self.ln2 = tnn.LayerNorm(d), tnn.LayerNorm(d)
-            self.attn = tnn.MultiheadAttention(d, h, batch_first=True)
+            self.attn = Attention(d, h)
             self.mlp = tnn.Sequential(tnn.Linear(d, 4 * d), tnn.GELU(approximate="tanh"), tnn.Linear(4 * d, d))
 
-        def forward(self, x, mask):
-            h = self.ln1(x)
-            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
             return x + self.mlp(self.ln2(x))
 
     class GPT(tnn.Module):
@@ -72,9 +86,8 @@ def torch_rows(args, data):
         def forward(self, ids):
             n = ids.shape[1]
             x = self.tok(ids) + self.pos(torch.arange(n, device=ids.device))
-            mask = torch.triu(torch.full((n, n), float("-inf"), device=ids.device), 1).to(x.dtype)
             for b in self.blocks:
-                x = b(x, mask)
+                x = b(x)
             return self.ln(x) @ self.tok.weight.T
 
     inputs = torch.as_tensor(data[0], device=dev, dtype=torch.long)
@@ -127,7 +140,13 @@ def ferrox_row(args, data):
 
     fx.reset_peak_memory()
     t = time_steps(step, fx.synchronize, args.warmup, args.repeats)
-    return {"ferrox bf16": (t, fx.get_peak_memory() / 2**30)}
+    rows = {"ferrox bf16": (t, fx.get_peak_memory() / 2**30)}
+    # Where the time goes: the forward pass alone, and with the backward.
+    forward = time_steps(lambda: fx.eval(loss_fn(model, inputs, targets)), fx.synchronize, 1, args.repeats)
+    backward = time_steps(lambda: fx.eval(loss_and_grad(model, inputs, targets)), fx.synchronize, 1, args.repeats)
+    rows["  ferrox forward"] = (forward, float("nan"))
+    rows["  ferrox fwd+bwd"] = (backward, float("nan"))
+    return rows
 
 
 def main():
