@@ -310,8 +310,16 @@ def _structural_cases():
         ("depends", lambda a: fx.depends([a + 1], [a * 2])[0], [x]),
         ("conv2d", lambda a, w: fx.conv2d(a, w, padding=1), [fx.ones((1, 5, 5, 2)), fx.ones((3, 3, 3, 2))]),
         ("random", lambda k: fx.random.normal((3,), key=k), [fx.random.key(0)]),
+        ("optimizer_update", lambda p, g: tuple(_adam_step(p, g)), [x, x * 0.5]),
         ("vjp", lambda a: fx.vjp(lambda v: [fx.sin(v)], [a], [fx.ones_like(a)])[1][0], [x]),
     ]
+
+
+def _adam_step(p, g):
+    """One fused AdamW step (the OptimizerUpdate primitive, three outputs)."""
+    zeros = fx.zeros_like(p)
+    return fx._core._optimizers.adam_update(p, g, [zeros, zeros], fx.array(0.1), fx.array(1.0), beta1=0.9,
+                                            beta2=0.999, eps=1e-8, weight_decay=0.01, bias_correction=True)
 
 
 def _setitem(a):
