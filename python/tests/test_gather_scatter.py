@@ -337,6 +337,19 @@ def test_take_along_axis_matches_numpy(axis, rng):
     np.testing.assert_array_equal(np.array(got), want)
 
 
+@pytest.mark.parametrize(
+    "shape,idx_shape,axis", [((0, 5), (0, 1), 1), ((0, 5), (0, 3), -1), ((2, 3), (2, 0), 1), ((2, 0), (0, 0), 0)]
+)
+def test_take_along_axis_with_empty_results(shape, idx_shape, axis):
+    """An empty result is returned, as MLX and NumPy return it, even when
+    `a` has an empty axis besides the one taken along."""
+    x = np.zeros(shape, np.float32)
+    idx = np.zeros(idx_shape, np.int32)
+    got = fx.take_along_axis(fx.array(x), fx.array(idx), axis=axis)
+    assert got.shape == np.take_along_axis(x, idx, axis=axis).shape
+    assert got.dtype == fx.float32
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1, None])
 def test_put_along_axis_matches_numpy(axis, rng):
     x = rng.normal(size=(4, 6)).astype(np.float32)

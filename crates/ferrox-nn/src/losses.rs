@@ -73,15 +73,6 @@ fn weighted(op: &'static str, loss: Array, weights: Option<&Array>) -> Result<Ar
 /// The entries of `a` at the class indices `targets` along `axis`
 /// (`targets` has `a`'s shape without that axis).
 fn pick(a: &Array, targets: &Array, axis: isize) -> Result<Array> {
-    if let Some(ax) = ferrox::shape::normalize_axis(axis, a.ndim()) {
-        let mut rest = a.shape().to_vec();
-        rest.remove(ax);
-        if targets.size() == 0 && targets.shape() == rest {
-            // Nothing to pick (an empty batch); ferrox's take_along_axis
-            // refuses an empty extent outside `axis`, so the result is made here.
-            return ops::zeros(targets.shape(), a.dtype());
-        }
-    }
     let taken = ops::take_along_axis(a, &ops::expand_dims(targets, &[axis])?, Some(axis))?;
     ops::squeeze(&taken, Some(&[axis]))
 }

@@ -245,6 +245,11 @@ pub fn take_along_axis(a: &Array, indices: &Array, axis: Option<isize>) -> Resul
     if a.shape()[axis] == 0 && indices.size() > 0 {
         return Err(Error::invalid(op, "Cannot take from an empty axis."));
     }
+    if shape.contains(&0) {
+        // Nothing to take (MLX returns the empty result; a gather of
+        // one-element slices could not slice an empty axis of `a`).
+        return crate::ops::zeros(&shape, a.dtype());
+    }
     let mut source = shape.clone();
     source[axis] = a.shape()[axis];
     let a = broadcast_to(&a, &source)?;
