@@ -2,7 +2,7 @@
 ``vjp``, ``jvp`` and ``vmap``. Arguments and outputs may be nested lists, tuples and
 dicts of arrays; the Rust core works on flat lists of arrays."""
 
-from typing import Any, Callable, List, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, List, Sequence, Tuple, Union
 
 from ferrox import _core
 from ferrox.utils import _children, _is_node, _rebuild, tree_map
@@ -40,6 +40,22 @@ def _unflatten(leaves: Sequence[array], structure: Any) -> Any:
     """Inverse of ``_flatten``: the structure with its leaves filled in order."""
     it = iter(leaves)
     return tree_map(lambda _: next(it), structure)
+
+
+def _fill(original: Any, leaves: Iterator[array], restore: List[Tuple[dict, Any, Any]]) -> Any:
+    """``original`` (a tree ``_flatten`` accepted) with its leaves replaced,
+    in order, by ``leaves``: containers are rebuilt as ``_unflatten`` does,
+    except dict subclasses (an ``nn.Module``), which are filled in place as
+    MLX fills them, so the function sees the object it was given; each
+    replaced entry is recorded in ``restore`` to be put back afterwards."""
+    if isinstance(original, array):
+        return next(leaves)
+    if isinstance(original, dict) and type(original) is not dict:
+        for key, child in list(original.items()):
+            restore.append((original, key, child))
+            original[key] = _fill(child, leaves, restore)
+        return original
+    return _rebuild(original, [_fill(child, leaves, restore) for _, child in _children(original)])
 
 
 def _snapshot_lists(tree: Any, out: dict) -> dict:
@@ -144,19 +160,23 @@ def value_and_grad(
 
         def flat_fun(leaves):
             new_args, new_kwargs, at = list(args), dict(kwargs), 0
-            passed = []
-            for (kind, key, _), st, c in zip(targets, structs, counts):
-                value = _unflatten(leaves[at : at + c], st)
-                passed.append(value)
-                if kind == "pos":
-                    new_args[key] = value
-                else:
-                    new_kwargs[key] = value
-                at += c
-            snapshot = _snapshot_lists(passed, {})
-            out = fun(*new_args, **new_kwargs)
-            for (_, _, original), value in zip(targets, passed):
-                _write_back(original, value, snapshot)
+            passed, restore = [], []
+            try:
+                for (kind, key, original), c in zip(targets, counts):
+                    value = _fill(original, iter(leaves[at : at + c]), restore)
+                    passed.append(value)
+                    if kind == "pos":
+                        new_args[key] = value
+                    else:
+                        new_kwargs[key] = value
+                    at += c
+                snapshot = _snapshot_lists(passed, {})
+                out = fun(*new_args, **new_kwargs)
+                for (_, _, original), value in zip(targets, passed):
+                    _write_back(original, value, snapshot)
+            finally:
+                for container, key, child in reversed(restore):
+                    container[key] = child
             returned.append(out)
             # The loss is the output or the first entry of a tuple/list; the
             # rest (anything) is auxiliary and returned as it is.

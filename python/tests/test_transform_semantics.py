@@ -5,6 +5,7 @@ keyword arguments without argnames, comparison tangents, exact products."""
 import collections
 
 import numpy as np
+import pytest
 
 import ferrox as fx
 
@@ -83,3 +84,32 @@ def test_prod_derivatives_are_exact_with_zeros():
     np.testing.assert_array_equal(np.array(g), [[24.0, 12.0], [8.0, 6.0]])
     _, (t,) = fx.jvp(lambda a: fx.prod(a), [fx.array([0.0, 2.0])], [fx.array([1.0, 1.0])])
     assert t.tolist() == 2.0
+
+
+def test_grad_fills_a_module_in_place_and_restores_it():
+    """As MLX: a dict subclass (an nn.Module) given to grad reaches the
+    function as the same object, holding the traced parameters; its own
+    arrays are back afterwards, and the gradient is a plain dict."""
+    import ferrox.nn as nn
+
+    model = nn.Linear(2, 2)
+    weight = model.weight
+    seen = []
+
+    def loss(m, x):
+        seen.append(m is model and m.weight is not weight)
+        return m(x).sum()
+
+    g = fx.grad(loss)(model, fx.ones((3, 2)))
+    assert seen == [True]
+    assert type(g) is dict and set(g) == {"weight", "bias"}
+    assert model.weight is weight
+    np.testing.assert_allclose(np.array(g["bias"]), [3.0, 3.0])
+    np.testing.assert_allclose(np.array(g["weight"]), np.full((2, 2), 3.0))
+
+    def failing(m, x):
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        fx.grad(failing)(model, fx.ones((3, 2)))
+    assert model.weight is weight
