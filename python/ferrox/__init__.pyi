@@ -5,6 +5,7 @@
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, TypeAlias
 from . import cuda as cuda
+from . import fast as fast
 from . import metal as metal
 from . import random as random
 from . import utils as utils

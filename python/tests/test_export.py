@@ -312,7 +312,21 @@ def _structural_cases():
         ("random", lambda k: fx.random.normal((3,), key=k), [fx.random.key(0)]),
         ("optimizer_update", lambda p, g: tuple(_adam_step(p, g)), [x, x * 0.5]),
         ("vjp", lambda a: fx.vjp(lambda v: [fx.sin(v)], [a], [fx.ones_like(a)])[1][0], [x]),
+        ("fast", _fast_ops, [x, fx.array([1.0, 2.0, 3.0, 4.0])]),
+        ("fast_vjps", lambda a, w: tuple(fx.vjp(_fast_ops, [a, w], list(_fast_ops(a, w)))[1]),
+         [x, fx.array([1.0, 2.0, 3.0, 4.0])]),
     ]
+
+
+def _fast_ops(a, w):
+    """Every fast primitive (normalizations, rotary embedding, attention)."""
+    q = a.reshape(1, 2, 3, 4)
+    return (
+        fx.fast.rms_norm(a, w, 1e-5),
+        fx.fast.layer_norm(a, w, w, 1e-5),
+        fx.fast.rope(a, 4, traditional=False, base=1e4, scale=1.0, offset=1),
+        fx.fast.scaled_dot_product_attention(q, q, q, scale=0.5, mask="causal"),
+    )
 
 
 def _adam_step(p, g):

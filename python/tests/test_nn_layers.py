@@ -488,7 +488,7 @@ def test_multi_head_attention_dimensions(rng):
     close(out, np_mha(N(layer.parameters()), 3, q, k, v))
     with pytest.raises(ValueError, match=r"divisible by the number of heads \(6 % 4\) != 0"):
         nn.MultiHeadAttention(6, 4)
-    with pytest.raises(ValueError, match="Invalid mask_mode"):
+    with pytest.raises(ValueError, match="invalid mask option"):
         layer(F(q), F(k), F(v), mask="upper")
 
 

@@ -16,6 +16,7 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod export;
+mod fast;
 mod io;
 mod methods;
 mod nn;
@@ -35,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     transforms::register(m)?;
     random::register(m)?;
+    fast::register(m)?;
     nn::register(m)?;
     optimizers::register(m)?;
     io::register(m)?;

@@ -1,84 +1,23 @@
 //! Normalization layers, [`LayerNorm`] and [`RMSNorm`], and their
 //! functional forms [`layer_norm`] and [`rms_norm`].
 //!
-//! Both normalize over the last axis with the arithmetic of MLX's
-//! `fast.layer_norm` / `fast.rms_norm`: statistics in float32 for 16-bit
-//! (and integer) inputs, in the input's precision otherwise; the
-//! normalized values are cast to the output dtype (the input's promoted
-//! with the affine parameters') before the affine transform.
+//! Both normalize over the last axis with the fused kernels of
+//! [`ferrox::ops::fast`] (MLX's `fast.layer_norm` / `fast.rms_norm`).
 
 use crate::module::{Forward, Module, Param};
 use ferrox::{ops, Array, Dtype, Error, Result};
-
-/// `x` in its compute dtype and the output dtype, checked as MLX's fast
-/// normalizations check them (`op` names the function in errors).
-fn normalize_input(op: &'static str, x: &Array, affine: &[Option<&Array>]) -> Result<(Array, Dtype)> {
-    if x.ndim() == 0 {
-        return Err(Error::invalid(op, "Input must have at least 1 dimension but got input with 0 dimensions."));
-    }
-    let out_type = affine.iter().flatten().fold(x.dtype(), |t, p| Dtype::promote(t, p.dtype()));
-    if !out_type.is_floating() {
-        return Err(Error::invalid(op, format!("Received unsupported type {out_type}.")));
-    }
-    let compute = match x.dtype() {
-        Dtype::F32 | Dtype::F64 => x.dtype(),
-        _ => Dtype::F32,
-    };
-    Ok((x.astype(compute)?, out_type))
-}
-
-/// An error unless the affine parameter `p` (called `what`) is 1-D with one
-/// entry per feature of `x`.
-fn check_affine(op: &'static str, what: &str, x: &Array, p: Option<&Array>) -> Result<()> {
-    let Some(p) = p else { return Ok(()) };
-    if p.ndim() != 1 {
-        return Err(Error::invalid(op, format!("{what} must have 1 dimension but has {} dimensions.", p.ndim())));
-    }
-    let features = x.shape()[x.ndim() - 1];
-    if p.size() != features {
-        return Err(Error::invalid(
-            op,
-            format!("{what} must have the same size as the last dimension of x but has {} elements.", p.size()),
-        ));
-    }
-    Ok(())
-}
-
-/// `y` times `weight` plus `bias` (those given), both cast to `y`'s dtype.
-fn affine(y: Array, weight: Option<&Array>, bias: Option<&Array>) -> Result<Array> {
-    let y = match weight {
-        Some(w) => ops::multiply(&y, &w.astype(y.dtype())?)?,
-        None => y,
-    };
-    match bias {
-        Some(b) => ops::add(&y, &b.astype(y.dtype())?),
-        None => Ok(y),
-    }
-}
 
 /// `(x - mean) / sqrt(var + eps) * weight + bias` over the last axis of `x`
 /// (MLX's `fast.layer_norm`); `weight` and `bias` are optional vectors of
 /// the last axis's size.
 pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: f64) -> Result<Array> {
-    let op = "layer_norm";
-    let (xc, out_type) = normalize_input(op, x, &[weight, bias])?;
-    check_affine(op, "weight", x, weight)?;
-    check_affine(op, "bias", x, bias)?;
-    let centered = ops::subtract(&xc, &ops::mean(&xc, Some(&[-1]), true)?)?;
-    let var = ops::mean(&ops::square(&centered)?, Some(&[-1]), true)?;
-    let y = ops::multiply(&centered, &ops::rsqrt(&(&var + eps)?)?)?.astype(out_type)?;
-    affine(y, weight, bias)
+    ops::fast::layer_norm(x, weight, bias, eps as f32)
 }
 
 /// `x / sqrt(mean(x^2) + eps) * weight` over the last axis of `x` (MLX's
 /// `fast.rms_norm`); `weight` is an optional vector of the last axis's size.
 pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f64) -> Result<Array> {
-    let op = "rms_norm";
-    let (xc, out_type) = normalize_input(op, x, &[weight])?;
-    check_affine(op, "(*weight)", x, weight)?;
-    let ms = ops::mean(&ops::square(&xc)?, Some(&[-1]), true)?;
-    let y = ops::multiply(&xc, &ops::rsqrt(&(&ms + eps)?)?)?.astype(out_type)?;
-    affine(y, weight, None)
+    ops::fast::rms_norm(x, weight, eps as f32)
 }
 
 /// An error unless `eps` is positive.

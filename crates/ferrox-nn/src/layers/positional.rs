@@ -3,79 +3,20 @@
 
 use crate::module::{Forward, Module};
 use crate::{float, int};
-use ferrox::ops::{self, Index};
+use ferrox::ops;
 use ferrox::{Array, Dtype, Error, Result};
-
-/// The index `start:stop:step` (each optional).
-fn range(start: Option<usize>, stop: Option<usize>, step: Option<usize>) -> Index {
-    Index::Slice { start: start.map(|v| v as i64), stop: stop.map(|v| v as i64), step: step.map(|v| v as i64) }
-}
-
-/// `x[..., index]`.
-fn last_axis(x: &Array, index: Index) -> Result<Array> {
-    ops::index(x, &[Index::Ellipsis, index])
-}
 
 /// Rotary positional encoding of the first `dims` features of `x` (shape
 /// `[B, ..., L, D]`, at least 3 dimensions; the position of a row is its
 /// index along axis -2 plus `offset`), as MLX's `fast.rope`: features `i`
 /// and `i + dims/2` (or `2i` and `2i + 1` when `traditional`) are rotated
 /// by `position * scale * base^(-i / (dims/2))`; features past `dims` are
-/// unchanged. The angles are computed in float32.
+/// unchanged. The angles are computed in float32; one fused kernel
+/// ([`ferrox::ops::fast::rope`]).
 pub fn rope(x: &Array, dims: usize, traditional: bool, base: f64, scale: f64, offset: usize) -> Result<Array> {
-    let op = "rope";
-    if x.ndim() < 3 {
-        return Err(Error::invalid(
-            op,
-            format!("Input must have at least 3 dimensions but got input with {} dimensions.", x.ndim()),
-        ));
-    }
-    if !x.dtype().is_floating() {
-        return Err(Error::invalid(op, format!("Input must be a floating type but got {}.", x.dtype())));
-    }
-    let features = x.shape()[x.ndim() - 1];
-    if dims == 0 || !dims.is_multiple_of(2) {
-        return Err(Error::invalid(op, format!("dims must be positive and even but got {dims}.")));
-    }
-    if dims > features {
-        return Err(Error::invalid(
-            op,
-            format!("dims must not exceed the input's last dimension ({features}) but got {dims}."),
-        ));
-    }
-    let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
-    let x4 = match x.ndim() {
-        3 => ops::expand_dims(x, &[1])?,
-        4 => x.clone(),
-        n => ops::flatten(x, 1, n as isize - 3)?,
-    };
-    let &[b, n, t, _] = x4.shape() else {
-        return Err(Error::invalid(op, "The input could not be brought to 4 dimensions."));
-    };
-    let half = dims / 2;
-    let positions = ops::arange(0.0, t as f64, 1.0, Dtype::F32)?;
-    let positions = &(&positions + offset as f64)? * scale;
-    let exponents = ops::arange(0.0, -(half as f64), -1.0, Dtype::F32)?;
-    let inv_freqs = ops::exp(&(&exponents * (base.ln() / half as f64))?)?;
-    let theta = ops::multiply(&ops::expand_dims(&positions?, &[-1])?, &inv_freqs)?;
-    let cos = ops::cos(&theta)?.astype(x.dtype())?;
-    let sin = ops::sin(&theta)?.astype(x.dtype())?;
-    let (x1, x2) = if traditional {
-        (last_axis(&x4, range(Some(0), Some(dims), Some(2)))?, last_axis(&x4, range(Some(1), Some(dims), Some(2)))?)
-    } else {
-        (last_axis(&x4, range(None, Some(half), None))?, last_axis(&x4, range(Some(half), Some(dims), None))?)
-    };
-    let y1 = ops::subtract(&ops::multiply(&x1, &cos)?, &ops::multiply(&x2, &sin)?)?;
-    let y2 = ops::add(&ops::multiply(&x1, &sin)?, &ops::multiply(&x2, &cos)?)?;
-    let mut rotated = if traditional {
-        ops::stack(&[y1, y2], -1)?.reshape(&[b as isize, n as isize, t as isize, dims as isize])?
-    } else {
-        ops::concatenate(&[y1, y2], -1)?
-    };
-    if dims < features {
-        rotated = ops::concatenate(&[rotated, last_axis(&x4, range(Some(dims), None, None))?], -1)?;
-    }
-    rotated.reshape(&shape)
+    let offset =
+        i32::try_from(offset).map_err(|_| Error::invalid("rope", format!("offset {offset} exceeds int32.")))?;
+    ops::fast::rope(x, dims, traditional, Some(base as f32), scale as f32, &Array::scalar(offset), None)
 }
 
 /// Rotary positional encoding

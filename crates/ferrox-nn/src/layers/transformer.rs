@@ -6,12 +6,14 @@
 use super::{split_key, Activation, Dropout, LayerNorm, Linear};
 use crate::functions::relu;
 use crate::module::{Forward, Module, Params};
+use ferrox::ops::fast::AttentionMaskArg;
 use ferrox::{ops, Array, Dtype, Error, Result, Scalar};
 
 /// `softmax(scale * q k^T + mask) v` over heads of shape `[B, H, L, D]`,
-/// as MLX's `fast.scaled_dot_product_attention`: a boolean `mask` keeps the
-/// positions where it is true, any other mask is added to the scores (cast
-/// to their dtype); the softmax runs in at least float32.
+/// MLX's `fast.scaled_dot_product_attention` (one fused kernel, see
+/// [`ops::fast::scaled_dot_product_attention`]): a boolean `mask` keeps
+/// the positions where it is true, any other mask is added to the scores
+/// (cast to the queries' dtype).
 pub fn scaled_dot_product_attention(
     queries: &Array,
     keys: &Array,
@@ -19,13 +21,12 @@ pub fn scaled_dot_product_attention(
     scale: f64,
     mask: Option<&Array>,
 ) -> Result<Array> {
-    let scores = ops::matmul(&(queries * scale)?, &ops::swapaxes(keys, -1, -2)?)?;
-    let scores = match mask {
-        Some(m) if m.dtype() == Dtype::Bool => ops::where_(m, &scores, &lowest(scores.dtype())?)?,
-        Some(m) => ops::add(&scores, &m.astype(scores.dtype())?)?,
-        None => scores,
+    let mask = match mask {
+        None => AttentionMaskArg::None,
+        Some(m) if m.dtype() == Dtype::Bool => AttentionMaskArg::Array(m.clone()),
+        Some(m) => AttentionMaskArg::Array(m.astype(queries.dtype())?),
     };
-    ops::matmul(&ops::softmax(&scores, Some(&[-1]), true)?, values)
+    ops::fast::scaled_dot_product_attention(queries, keys, values, scale as f32, &mask, None)
 }
 
 /// The lowest finite value of the floating dtype `dtype`, as a 0-d array.

@@ -10,8 +10,10 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod dispatcher;
+mod fast_op;
 mod update_rule;
 
+pub use fast_op::{AttentionMask, AttentionParams, FastOp, RopeParams};
 pub use update_rule::UpdateRule;
 
 use crate::device::Device;
@@ -592,4 +594,9 @@ pub trait Backend: Send + Sync {
         t: (&Storage, &Layout),
         n: usize,
     ) -> Result<Vec<Storage>>;
+
+    /// One fused "fast" kernel ([`FastOp`], whose variants list the inputs
+    /// and outputs): normalizations, rotary embeddings, attention and their
+    /// derivatives.
+    fn fast(&self, op: &FastOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>>;
 }

@@ -8,6 +8,7 @@ mod convolution;
 mod creation;
 mod einsum;
 mod elementwise;
+pub mod fast;
 mod gather;
 mod hadamard;
 mod indexing;

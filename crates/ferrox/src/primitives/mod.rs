@@ -10,6 +10,7 @@
 mod concatenate;
 mod creation;
 mod elementwise;
+mod fast;
 mod gather;
 mod identity;
 mod load;
@@ -24,6 +25,7 @@ mod views;
 pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use elementwise::{AsType, Binary, Select, Unary};
+pub use fast::{Attention, AttentionVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope};
 pub use gather::{Gather, Scatter};
 pub(crate) use identity::opaque_primitive;
 pub use identity::{decode, PrimitiveIdentity, TAGS};

@@ -8,61 +8,6 @@ import ferrox as fx
 from ferrox.nn.layers.base import Module
 
 
-def _rope(
-    x: fx.array, dims: int, traditional: bool, base: float, scale: float, offset: Union[int, fx.array]
-) -> fx.array:
-    """Rotary positional encoding of the first ``dims`` features of ``x``
-    (shape ``[B, ..., L, D]``, positions along axis -2 starting at
-    ``offset``, an int or an integer array with one entry per batch),
-    computed as MLX's ``fast.rope``."""
-    if x.ndim < 3:
-        raise ValueError(f"[rope] Input must have at least 3 dimensions but got input with {x.ndim} dimensions.")
-    if not fx.issubdtype(x.dtype, fx.floating):
-        raise ValueError(f"[rope] Input must be a floating type but got {x.dtype}.")
-    offset = offset if isinstance(offset, fx.array) else fx.array(offset)
-    if offset.ndim > 1:
-        raise ValueError(f"[rope] offset must have at most one dimension but has shape {offset.shape}.")
-    if offset.size != 1 and offset.size != x.shape[0]:
-        raise ValueError(
-            f"[rope] offset must be a scalar or vector with {x.shape[0]} elements but has shape {offset.shape}."
-        )
-    if not fx.issubdtype(offset.dtype, fx.integer):
-        raise ValueError(f"[rope] offset must be an integer but got type {offset.dtype}.")
-    if dims <= 0:
-        raise ValueError(f"[rope] dims must be positive but got {dims}.")
-    if dims % 2 != 0:
-        raise ValueError(f"[rope] dims must be even but got {dims}.")
-    if dims > x.shape[-1]:
-        raise ValueError(f"[rope] dims must not exceed the input's last dimension ({x.shape[-1]}) but got {dims}.")
-
-    shape = x.shape
-    if x.ndim == 3:
-        x = fx.expand_dims(x, 1)
-    elif x.ndim > 4:
-        x = x.flatten(1, x.ndim - 3)
-    B, N, T, _ = x.shape
-    half = dims // 2
-    if offset.size > 1:
-        offset = fx.expand_dims(offset, (-1, -2))
-    positions = (fx.arange(T, dtype=fx.float32) + offset.astype(fx.float32)) * scale
-    inv_freqs = fx.exp(fx.arange(0, -half, -1, dtype=fx.float32) * (math.log(base) / half))
-    theta = fx.expand_dims(positions, -1) * inv_freqs
-    cos, sin = fx.cos(theta).astype(x.dtype), fx.sin(theta).astype(x.dtype)
-    if traditional:
-        x1, x2 = x[..., 0:dims:2], x[..., 1:dims:2]
-    else:
-        x1, x2 = x[..., :half], x[..., half:dims]
-    y1 = x1 * cos - x2 * sin
-    y2 = x1 * sin + x2 * cos
-    if traditional:
-        rotated = fx.stack([y1, y2], axis=-1).reshape(B, N, T, dims)
-    else:
-        rotated = fx.concatenate([y1, y2], axis=-1)
-    if dims < x.shape[-1]:
-        rotated = fx.concatenate([rotated, x[..., dims:]], axis=-1)
-    return rotated.reshape(shape)
-
-
 class RoPE(Module):
     """Rotary positional encoding (`RoFormer <https://arxiv.org/abs/2104.09864>`_).
 
@@ -90,7 +35,7 @@ class RoPE(Module):
         return f"{self.dims}, traditional={self.traditional}"
 
     def __call__(self, x: fx.array, offset: Union[int, fx.array] = 0) -> fx.array:
-        return _rope(x, self.dims, self.traditional, self.base, self.scale, offset)
+        return fx.fast.rope(x, self.dims, traditional=self.traditional, base=self.base, scale=self.scale, offset=offset)
 
 
 class SinusoidalPositionalEncoding(Module):

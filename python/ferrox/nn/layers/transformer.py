@@ -14,30 +14,6 @@ from ferrox.nn.layers.normalization import LayerNorm
 from ferrox.nn.utils import checkpoint
 
 
-def _attention(
-    queries: fx.array, keys: fx.array, values: fx.array, scale: float, mask: Union[None, str, fx.array]
-) -> fx.array:
-    """``softmax(scale * q k^T + mask) v`` over heads of shape ``[B, H, L,
-    D]``, as MLX's ``fast.scaled_dot_product_attention``: a boolean mask
-    keeps the positions where it is true, another mask is added to the
-    scores, ``"causal"`` lets query ``i`` (aligned to the end of the keys)
-    see the keys up to it."""
-    scores = (queries * scale) @ keys.swapaxes(-1, -2)
-    if isinstance(mask, str):
-        if mask != "causal":
-            raise ValueError(
-                f"[scaled_dot_product_attention] Invalid mask_mode {mask}. mask_mode must be 'causal', 'array' or ''."
-            )
-        q_len, k_len = queries.shape[-2], keys.shape[-2]
-        mask = fx.arange(k_len - q_len, k_len)[:, None] >= fx.arange(k_len)[None]
-    if mask is not None:
-        if mask.dtype == fx.bool_:
-            scores = fx.where(mask, scores, fx.array(fx.finfo(scores.dtype).min, scores.dtype))
-        else:
-            scores = scores + mask.astype(scores.dtype)
-    return fx.softmax(scores, axis=-1, precise=True) @ values
-
-
 class MultiHeadAttention(Module):
     """Scaled dot-product attention with several heads.
 
@@ -96,7 +72,7 @@ class MultiHeadAttention(Module):
         keys = fx.unflatten(keys, -1, (heads, -1)).transpose(0, 2, 1, 3)
         values = fx.unflatten(values, -1, (heads, -1)).transpose(0, 2, 1, 3)
         scale = math.sqrt(1 / queries.shape[-1])
-        output = _attention(queries, keys, values, scale, mask)
+        output = fx.fast.scaled_dot_product_attention(queries, keys, values, scale=scale, mask=mask)
         return self.out_proj(output.transpose(0, 2, 1, 3).flatten(-2, -1))
 
     @staticmethod

@@ -2,20 +2,25 @@
 //! path, rayon threads above a size threshold, GEMM from the `gemm` crate.
 //! One file per kernel family.
 
+mod attention;
 pub mod cache;
 pub mod creation;
 pub mod elementwise;
+mod fast;
 pub mod gather;
 pub mod host_vec;
 pub mod math;
 pub mod matmul;
+mod norm;
 pub mod optimizer;
 pub mod random;
 pub mod reduce;
+mod rope;
 pub mod scan;
 pub mod sort;
 pub mod storage;
 pub mod strided;
+mod widen;
 
 pub use host_vec::HostVec;
 pub use storage::{CpuBuffer, CpuElement, CpuStorage};
@@ -251,6 +256,11 @@ impl Backend for CpuBackend {
         let runs: Vec<(&CpuBuffer, usize)> = inputs.iter().map(|(s, l)| (host(s), l.offset)).collect();
         let outs = optimizer::optimizer_update(rule, &runs, n, scalar(lr)?, scalar(t)?)?;
         outs.into_iter().map(wrap).collect()
+    }
+
+    fn fast(&self, op: &super::FastOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>> {
+        let inputs: Vec<fast::Input> = inputs.iter().map(|(s, l)| (host(s), *l)).collect();
+        fast::fast(op, &inputs)?.into_iter().map(wrap).collect()
     }
 }
 

@@ -2,44 +2,17 @@
 //! one pass over a parameter, its gradient and its state arrays, computing
 //! in float32 (float64 for float64 parameters) and rounding once.
 
-use super::storage::{output_vec, CpuElement};
+use super::storage::output_vec;
+use super::widen::Widen;
 use super::CpuBuffer;
 use crate::backend::UpdateRule;
 use crate::error::{Error, Result};
-use half::{bf16, f16};
 use num_traits::Float;
 use rayon::prelude::*;
 
 /// Elements per parallel task (large enough that a task outweighs its
 /// scheduling cost).
 const TASK: usize = 1 << 14;
-
-/// A parameter dtype and the float type it computes in.
-trait Widen: CpuElement {
-    /// float32, or float64 for float64.
-    type C: Float + Send + Sync;
-    fn widen(self) -> Self::C;
-    fn narrow(c: Self::C) -> Self;
-}
-
-macro_rules! widen {
-    ($T:ty, $C:ty, |$x:ident| $to:expr, |$c:ident| $from:expr) => {
-        impl Widen for $T {
-            type C = $C;
-            fn widen(self) -> $C {
-                let $x = self;
-                $to
-            }
-            fn narrow($c: $C) -> $T {
-                $from
-            }
-        }
-    };
-}
-widen!(f16, f32, |x| x.to_f32(), |c| f16::from_f32(c));
-widen!(bf16, f32, |x| x.to_f32(), |c| bf16::from_f32(c));
-widen!(f32, f32, |x| x, |c| c);
-widen!(f64, f64, |x| x, |c| c);
 
 /// The rule's constants ([`UpdateRule::constants`]) and the step's
 /// scalars in the compute type.

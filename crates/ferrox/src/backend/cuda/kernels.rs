@@ -63,11 +63,17 @@ pub enum Family {
     Sort,
     /// The fused optimizer steps.
     Optimizer,
+    /// RMS and layer normalization, forward and backward.
+    Norm,
+    /// Rotary position embeddings.
+    Rope,
+    /// Scaled dot-product attention, forward and backward.
+    Attention,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 12] = [
+    pub const ALL: [Family; 15] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -80,6 +86,9 @@ impl Family {
         Family::Gather,
         Family::Sort,
         Family::Optimizer,
+        Family::Norm,
+        Family::Rope,
+        Family::Attention,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -97,6 +106,9 @@ impl Family {
             Family::Gather => "gather",
             Family::Sort => "sort",
             Family::Optimizer => "optimizer",
+            Family::Norm => "norm",
+            Family::Rope => "rope",
+            Family::Attention => "attention",
         }
     }
 
@@ -114,6 +126,9 @@ impl Family {
             Family::Gather => include_str!("kernels/gather.cu"),
             Family::Sort => include_str!("kernels/sort.cu"),
             Family::Optimizer => include_str!("kernels/optimizer.cu"),
+            Family::Norm => include_str!("kernels/norm.cu"),
+            Family::Rope => include_str!("kernels/rope.cu"),
+            Family::Attention => include_str!("kernels/attention.cu"),
         }
     }
 }
@@ -236,6 +251,7 @@ impl Module {
             Module::Family(Family::Gather, _) => super::gather::KERNEL_NAMES.iter().map(|k| k.to_string()).collect(),
             Module::Family(Family::Sort, _) => super::sort::KERNELS.iter().map(|k| k.to_string()).collect(),
             Module::Family(Family::Optimizer, d) => super::optimizer::kernel_names(d),
+            Module::Family(f @ (Family::Norm | Family::Rope | Family::Attention), d) => super::fast::kernel_names(f, d),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

@@ -12,6 +12,7 @@ pub mod compiler;
 mod creation;
 mod device;
 mod elementwise;
+mod fast;
 mod gather;
 pub mod kernels;
 mod launch;
@@ -400,5 +401,10 @@ impl Backend for CudaBackend {
         let (lr, t) = ((self.input(lr.0)?, lr.1.offset), (self.input(t.0)?, t.1.offset));
         let outs = optimizer::optimizer_update(&self.stream, rule, &runs, lr, t, n)?;
         outs.into_iter().map(wrap).collect()
+    }
+
+    fn fast(&self, op: &super::FastOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>> {
+        let inputs = inputs.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
+        fast::fast(&self.stream, op, &inputs)?.into_iter().map(wrap).collect()
     }
 }

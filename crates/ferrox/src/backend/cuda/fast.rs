@@ -1,0 +1,411 @@
+//! The fused "fast" kernels on the GPU ([`FastOp`]): `kernels/norm.cu`,
+//! `kernels/rope.cu` and `kernels/attention.cu`, the twins of the CPU's
+//! `norm.rs`, `rope.rs` and `attention.rs`.
+
+use super::device::{driver_error, gpu};
+use super::kernels::Family;
+use super::launch::{grid_for, launch, Args, BLOCK};
+use super::storage::CudaStorage;
+use super::stream::GpuStream;
+use crate::backend::{AttentionMask, AttentionParams, FastOp, RopeParams};
+use crate::dtype::Dtype;
+use crate::error::{Error, Result};
+use crate::shape::Layout;
+use cudarc::driver::sys;
+use std::sync::Arc;
+
+/// One input: its device data and layout.
+pub(crate) type Input<'a> = (&'a CudaStorage, &'a Layout);
+
+/// The head-dimension buckets `attention.cu` instantiates.
+const HEAD_BUCKETS: [usize; 4] = [32, 64, 128, 256];
+
+/// The largest head dimension the attention kernels take.
+pub(crate) const MAX_HEAD_DIM: usize = 256;
+
+/// The kernels `family`'s file defines for `dtype` (for the compile check).
+pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
+    if !dtype.is_floating() {
+        return Vec::new();
+    }
+    match family {
+        Family::Norm => ["rms_norm", "layer_norm", "rms_norm_vjp", "layer_norm_vjp", "norm_feature_sum"]
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+        Family::Rope => vec!["rope".to_string()],
+        Family::Attention => HEAD_BUCKETS
+            .iter()
+            .flat_map(|d| ["fwd", "lse", "bwd"].map(|k| format!("attention_{k}_{d}")))
+            .chain(["attention_delta", "attention_cast"].map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The compute type of `dtype`'s kernels (`TC`).
+fn compute(dtype: Dtype) -> Dtype {
+    if dtype == Dtype::F64 {
+        Dtype::F64
+    } else {
+        Dtype::F32
+    }
+}
+
+fn ptr(x: Input) -> u64 {
+    x.0.ptr_at(x.1.offset)
+}
+
+/// A zero-filled buffer of `n` elements of `dtype`.
+fn zeroed(dtype: Dtype, n: usize, s: &Arc<GpuStream>, op: &'static str) -> Result<CudaStorage> {
+    let buffer = CudaStorage::alloc(dtype, n, s)?;
+    if n > 0 {
+        // SAFETY: the range is the allocation; ordered on `s` before its readers.
+        unsafe { sys::cuMemsetD8Async(buffer.ptr_at(0), 0, n * dtype.size(), s.raw) }
+            .result()
+            .map_err(driver_error(op))?;
+    }
+    Ok(buffer)
+}
+
+/// Runs `op` on `inputs` (see [`FastOp`] for what each op takes and returns).
+pub(crate) fn fast(s: &Arc<GpuStream>, op: &FastOp, inputs: &[Input]) -> Result<Vec<CudaStorage>> {
+    let dtype = inputs[0].0.dtype();
+    if !dtype.is_floating() {
+        return Err(Error::invalid(op.name(), "internal error: the kernel takes real float inputs"));
+    }
+    match op {
+        FastOp::RmsNorm { eps } => Ok(vec![norm_forward(s, "rms_norm", *eps, inputs[0], inputs[1], None)?]),
+        FastOp::LayerNorm { eps } => {
+            Ok(vec![norm_forward(s, "layer_norm", *eps, inputs[0], inputs[1], Some(inputs[2]))?])
+        }
+        FastOp::RmsNormVjp { eps } => norm_backward(s, *eps, inputs[0], inputs[1], None, inputs[2]),
+        FastOp::LayerNormVjp { eps } => norm_backward(s, *eps, inputs[0], inputs[1], Some(inputs[2]), inputs[3]),
+        FastOp::Rope(p) => Ok(vec![rope(s, p, inputs[0], inputs[1], inputs.get(2).copied())?]),
+        FastOp::Attention(p) => attention_forward(s, p, inputs),
+        FastOp::AttentionVjp(p) => attention_backward(s, p, inputs),
+    }
+}
+
+/// The rows of `x`: (count, length).
+fn rows_of(x: Input) -> (usize, usize) {
+    let d = x.1.shape.last().copied().unwrap_or(1);
+    (if d == 0 { 0 } else { x.1.size() / d }, d)
+}
+
+/// Threads per block for rows of `d` elements: about four elements each.
+fn row_block(d: usize) -> u32 {
+    d.div_ceil(4).next_power_of_two().clamp(32, 1024) as u32
+}
+
+/// Whether a per-feature parameter is a vector (not a 0-d scalar).
+fn is_vector(p: Input) -> i32 {
+    (p.1.ndim() == 1) as i32
+}
+
+fn norm_forward(
+    s: &Arc<GpuStream>,
+    kernel: &'static str,
+    eps: f32,
+    x: Input,
+    w: Input,
+    b: Option<Input>,
+) -> Result<CudaStorage> {
+    let dtype = x.0.dtype();
+    let (rows, d) = rows_of(x);
+    let y = CudaStorage::alloc(dtype, x.1.size(), s)?;
+    if rows == 0 {
+        return Ok(y);
+    }
+    let mut args = Args::new().arg(ptr(x)).arg(ptr(w)).arg(is_vector(w));
+    if let Some(b) = b {
+        args = args.arg(ptr(b)).arg(is_vector(b));
+    }
+    let args = args.arg(y.ptr_at(0)).arg(rows as i64).arg(d as i32).arg(eps);
+    launch(Family::Norm, dtype, kernel, (rows.min(1 << 20) as u32, 1, 1), (row_block(d), 1, 1), s, args)?;
+    Ok(y)
+}
+
+fn norm_backward(
+    s: &Arc<GpuStream>,
+    eps: f32,
+    x: Input,
+    w: Input,
+    b: Option<Input>,
+    g: Input,
+) -> Result<Vec<CudaStorage>> {
+    let op = if b.is_some() { "layer_norm_vjp" } else { "rms_norm_vjp" };
+    let dtype = x.0.dtype();
+    let tc = compute(dtype);
+    let (rows, d) = rows_of(x);
+    let dx = CudaStorage::alloc(dtype, x.1.size(), s)?;
+    let parts = rows.min(gpu()?.sm_count as usize * 8);
+    let partial_w = CudaStorage::alloc(tc, parts * d, s)?;
+    let partial_b = CudaStorage::alloc(tc, if b.is_some() { parts * d } else { 0 }, s)?;
+    if parts > 0 {
+        let mut args = Args::new().arg(ptr(x)).arg(ptr(w)).arg(is_vector(w)).arg(ptr(g)).arg(dx.ptr_at(0));
+        args = args.arg(partial_w.ptr_at(0));
+        if b.is_some() {
+            args = args.arg(partial_b.ptr_at(0));
+        }
+        let args = args.arg(rows as i64).arg(d as i32).arg(eps);
+        launch(Family::Norm, dtype, op, (parts as u32, 1, 1), (row_block(d), 1, 1), s, args)?;
+    }
+    let mut outs = vec![dx, feature_sum(s, dtype, &partial_w, parts, d, w)?];
+    if let Some(b) = b {
+        outs.push(feature_sum(s, dtype, &partial_b, parts, d, b)?);
+    }
+    Ok(outs)
+}
+
+/// A per-feature parameter's cotangent: the column sums of `parts` partial
+/// rows, or one zero for a 0-d parameter.
+fn feature_sum(
+    s: &Arc<GpuStream>,
+    dtype: Dtype,
+    partial: &CudaStorage,
+    parts: usize,
+    d: usize,
+    p: Input,
+) -> Result<CudaStorage> {
+    let (parts, d) = if p.1.ndim() == 1 { (parts, d) } else { (0, 1) };
+    let out = CudaStorage::alloc(dtype, d, s)?;
+    if d > 0 {
+        let args = Args::new().arg(partial.ptr_at(0)).arg(parts as i32).arg(d as i32).arg(out.ptr_at(0));
+        launch(Family::Norm, dtype, "norm_feature_sum", (d.div_ceil(256) as u32, 1, 1), (256, 1, 1), s, args)?;
+    }
+    Ok(out)
+}
+
+fn rope(s: &Arc<GpuStream>, p: &RopeParams, x: Input, offset: Input, freqs: Option<Input>) -> Result<CudaStorage> {
+    let dtype = x.0.dtype();
+    let (rows, d) = rows_of(x);
+    let y = CudaStorage::alloc(dtype, x.1.size(), s)?;
+    if rows == 0 {
+        return Ok(y);
+    }
+    let shape = &x.1.shape;
+    let t_len = shape[shape.len() - 2];
+    let rows_per_batch = rows / shape[0];
+    let half = p.dims / 2;
+    let work = rows * (half + d - p.dims);
+    let args = Args::new()
+        .arg(ptr(x))
+        .arg(y.ptr_at(0))
+        .arg(ptr(offset))
+        .arg(offset.1.size() as i32)
+        .arg(freqs.map_or(0, ptr))
+        .arg(rows as i64)
+        .arg(d as i32)
+        .arg(t_len as i32)
+        .arg(rows_per_batch as i64)
+        .arg(p.dims as i32)
+        .arg(p.traditional as i32)
+        .arg(p.forward as i32)
+        .arg(p.base.ln() / half as f32)
+        .arg(p.scale);
+    launch(Family::Rope, dtype, "rope", (grid_for(work, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
+    Ok(y)
+}
+
+/// The problem's extents as `attention.cu` takes them.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AttnDims {
+    batch: i32,
+    q_heads: i32,
+    kv_heads: i32,
+    queries: i32,
+    keys: i32,
+    d: i32,
+    dv: i32,
+}
+
+/// The mask's element strides over `(B, Hq, Lq, Lk)`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AttnStrides([i64; 4]);
+
+fn attn_dims(q: Input, k: Input, v: Input) -> Result<AttnDims> {
+    let (qs, ks, vs) = (&q.1.shape, &k.1.shape, &v.1.shape);
+    let fit = |x: usize| {
+        i32::try_from(x).map_err(|_| Error::invalid("scaled_dot_product_attention", "an extent exceeds 2^31 - 1"))
+    };
+    Ok(AttnDims {
+        batch: fit(qs[0])?,
+        q_heads: fit(qs[1])?,
+        kv_heads: fit(ks[1])?,
+        queries: fit(qs[2])?,
+        keys: fit(ks[2])?,
+        d: fit(qs[3])?,
+        dv: fit(vs[3])?,
+    })
+}
+
+/// The bucket of the attention kernels for head dimensions `d` and `dv`.
+fn bucket(n: &AttnDims) -> Result<usize> {
+    let widest = n.d.max(n.dv) as usize;
+    HEAD_BUCKETS.iter().copied().find(|&b| b >= widest).ok_or_else(|| {
+        Error::invalid(
+            "scaled_dot_product_attention",
+            format!("head dimensions above {MAX_HEAD_DIM} are not supported on the GPU, got {widest}."),
+        )
+    })
+}
+
+/// The mask's pointer, strides and kind code for the kernels.
+fn mask_args(p: &AttentionParams, inputs: &[Input]) -> (u64, AttnStrides, i32) {
+    let kind = match p.mask {
+        AttentionMask::None => 0,
+        AttentionMask::Causal => 1,
+        AttentionMask::Bool => 2,
+        AttentionMask::Additive => 3,
+    };
+    if !p.mask_input() {
+        return (0, AttnStrides([0; 4]), kind);
+    }
+    let m = inputs[3];
+    let mut strides = [0i64; 4];
+    for (s, &st) in strides.iter_mut().zip(&m.1.strides) {
+        *s = st as i64;
+    }
+    (ptr(m), AttnStrides(strides), kind)
+}
+
+/// The grid's second extent: one block row per (batch, head).
+fn heads_extent(n: usize) -> Result<u32> {
+    if n > 65535 {
+        return Err(Error::invalid(
+            "scaled_dot_product_attention",
+            format!("batch x heads must be at most 65535 on the GPU, got {n}."),
+        ));
+    }
+    Ok(n as u32)
+}
+
+/// Rows of queries (or keys) each attention block handles.
+const ATTN_ROWS: usize = 32;
+
+fn attention_forward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CudaStorage>> {
+    let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+    let dtype = q.0.dtype();
+    let n = attn_dims(q, k, v)?;
+    let rows: usize = q.1.shape[..3].iter().product();
+    let o = CudaStorage::alloc(dtype, rows * n.dv as usize, s)?;
+    run_forward(s, p, inputs, &n, "attention_fwd", o.ptr_at(0), 0)?;
+    Ok(vec![o])
+}
+
+/// Launches `kernel` (`attention_fwd` writing `o`, or `attention_lse`
+/// writing `lse`) over the forward inputs.
+fn run_forward(
+    s: &Arc<GpuStream>,
+    p: &AttentionParams,
+    inputs: &[Input],
+    n: &AttnDims,
+    kernel: &str,
+    o: u64,
+    lse: u64,
+) -> Result<()> {
+    let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+    let dtype = q.0.dtype();
+    let bh = n.batch as usize * n.q_heads as usize;
+    if n.queries == 0 || bh == 0 {
+        return Ok(());
+    }
+    let (mask, strides, kind) = mask_args(p, inputs);
+    let sinks = if p.sinks { ptr(inputs[p.forward_inputs() - 1]) } else { 0 };
+    let fill = dtype.finfo().expect("a float dtype").min;
+    let args = Args::new()
+        .arg(ptr(q))
+        .arg(ptr(k))
+        .arg(ptr(v))
+        .arg(mask)
+        .arg(strides)
+        .arg(kind)
+        .arg(sinks)
+        .arg(o)
+        .arg(lse)
+        .arg(*n)
+        .arg(p.scale)
+        .arg(fill);
+    let grid = ((n.queries as usize).div_ceil(ATTN_ROWS) as u32, heads_extent(bh)?, 1);
+    let kernel = format!("{kernel}_{}", bucket(n)?);
+    launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)
+}
+
+fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CudaStorage>> {
+    const OP: &str = "scaled_dot_product_attention_vjp";
+    let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+    let base = p.forward_inputs();
+    let (o, dout) = (inputs[base], inputs[base + 1]);
+    let dtype = q.0.dtype();
+    let tc = compute(dtype);
+    let n = attn_dims(q, k, v)?;
+    let rows: usize = q.1.shape[..3].iter().product();
+    let dk = CudaStorage::alloc(dtype, k.1.size(), s)?;
+    let dv = CudaStorage::alloc(dtype, v.1.size(), s)?;
+    let dq = CudaStorage::alloc(dtype, q.1.size(), s)?;
+    let dq_acc = zeroed(tc, q.1.size(), s, OP)?;
+    let delta = CudaStorage::alloc(tc, rows, s)?;
+    let lse = CudaStorage::alloc(tc, rows, s)?;
+    run_forward(s, p, inputs, &n, "attention_lse", 0, lse.ptr_at(0))?;
+    let dsinks_acc = zeroed(tc, if p.sinks { n.q_heads as usize } else { 0 }, s, OP)?;
+    let sinks = if p.sinks { ptr(inputs[base - 1]) } else { 0 };
+    if rows > 0 {
+        let args = Args::new()
+            .arg(ptr(o))
+            .arg(ptr(dout))
+            .arg(lse.ptr_at(0))
+            .arg(sinks)
+            .arg(delta.ptr_at(0))
+            .arg(dsinks_acc.ptr_at(0))
+            .arg(rows as i64)
+            .arg(n.dv)
+            .arg(n.queries)
+            .arg(n.q_heads);
+        launch(Family::Attention, dtype, "attention_delta", (grid_for(rows * 32, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
+    }
+    let kv_blocks = n.batch as usize * n.kv_heads as usize;
+    if n.keys > 0 && kv_blocks > 0 {
+        let (mask, strides, kind) = mask_args(p, inputs);
+        let fill = dtype.finfo().expect("a float dtype").min;
+        let args = Args::new()
+            .arg(ptr(q))
+            .arg(ptr(k))
+            .arg(ptr(v))
+            .arg(mask)
+            .arg(strides)
+            .arg(kind)
+            .arg(lse.ptr_at(0))
+            .arg(delta.ptr_at(0))
+            .arg(ptr(dout))
+            .arg(dq_acc.ptr_at(0))
+            .arg(dk.ptr_at(0))
+            .arg(dv.ptr_at(0))
+            .arg(n)
+            .arg(p.scale)
+            .arg(fill);
+        let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, heads_extent(kv_blocks)?, 1);
+        let kernel = format!("attention_bwd_{}", bucket(&n)?);
+        launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)?;
+    }
+    cast(s, dtype, &dq_acc, &dq)?;
+    let mut outs = vec![dq, dk, dv];
+    if p.sinks {
+        let dsinks = CudaStorage::alloc(dtype, n.q_heads as usize, s)?;
+        cast(s, dtype, &dsinks_acc, &dsinks)?;
+        outs.push(dsinks);
+    }
+    Ok(outs)
+}
+
+/// `out = acc` rounded from the compute type to `dtype`.
+fn cast(s: &Arc<GpuStream>, dtype: Dtype, acc: &CudaStorage, out: &CudaStorage) -> Result<()> {
+    let n = out.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let args = Args::new().arg(acc.ptr_at(0)).arg(out.ptr_at(0)).arg(n as i64);
+    launch(Family::Attention, dtype, "attention_cast", (grid_for(n, 4)?, 1, 1), (BLOCK, 1, 1), s, args)
+}

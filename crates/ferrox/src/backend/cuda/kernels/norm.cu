@@ -1,0 +1,143 @@
+// norm.cu: fused RMS and layer normalization over the last axis, forward
+// and backward (backend/fast_op.rs), for the real float module dtypes T,
+// computing in TC and rounding once. The twin of backend/cpu/norm.rs.
+//
+// Rows are contiguous runs of d elements; the weight and bias are d values,
+// or one value for every feature when their `vec` flag is 0 (MLX's 0-d 1
+// and 0). One block per row (the grid strides over rows); blockDim is a
+// power of two from 32 to 1024.
+//   rms_norm(const T* x, const T* w, int w_vec, T* y, long long rows, int d, float eps)
+//   layer_norm(const T* x, const T* w, int w_vec, const T* b, int b_vec, T* y,
+//              long long rows, int d, float eps)
+// The backward kernels write dx and, per block, partial sums of the weight
+// (and bias) cotangents into rows blockIdx.x of `pw` (and `pb`), TC arrays
+// of gridDim.x x d; norm_feature_sum then adds the partial rows up.
+//   rms_norm_vjp(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw,
+//                long long rows, int d, float eps)
+//   layer_norm_vjp(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw, TC* pb,
+//                  long long rows, int d, float eps)
+//   norm_feature_sum(const TC* partial, int parts, int d, T* out)   one thread per feature
+
+#if FX_IS_FLOAT
+
+struct FxNormAdd {
+    __device__ __forceinline__ TC operator()(TC a, TC b) const { return a + b; }
+};
+
+// The sum of f(j) over a row's features j, valid in every thread.
+template <class F>
+__device__ __forceinline__ TC fx_row_sum(int d, F f) {
+    __shared__ TC red[32];
+    __shared__ TC total;
+    TC acc = 0;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) acc += f(j);
+    acc = fx_block_reduce(acc, FxNormAdd(), red);
+    if (threadIdx.x == 0) total = acc;
+    __syncthreads();
+    TC r = total;
+    __syncthreads();  // `total` is rewritten by the next call
+    return r;
+}
+
+__device__ __forceinline__ TC fx_feature(const T* p, int vec, int j) { return fx_to_c(p[vec ? j : 0]); }
+
+__device__ __forceinline__ TC fx_rsqrt_c(TC v) {
+#if defined(FX_DTYPE_F64)
+    return rsqrt(v);
+#else
+    return rsqrtf(v);
+#endif
+}
+
+extern "C" __global__ void rms_norm(const T* x, const T* w, int w_vec, T* y, long long rows, int d, float eps) {
+    const TC inv_d = (TC)1 / (TC)d;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * d;
+        T* yr = y + r * d;
+        TC ss = fx_row_sum(d, [&](int j) {
+            TC v = fx_to_c(xr[j]);
+            return v * v;
+        });
+        TC scale = fx_rsqrt_c(ss * inv_d + (TC)eps);
+        for (int j = threadIdx.x; j < d; j += blockDim.x) yr[j] = fx_from_c(fx_to_c(xr[j]) * scale * fx_feature(w, w_vec, j));
+    }
+}
+
+extern "C" __global__ void layer_norm(const T* x, const T* w, int w_vec, const T* b, int b_vec, T* y, long long rows,
+                                      int d, float eps) {
+    const TC inv_d = (TC)1 / (TC)d;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * d;
+        T* yr = y + r * d;
+        TC mean = fx_row_sum(d, [&](int j) { return fx_to_c(xr[j]); }) * inv_d;
+        TC var = fx_row_sum(d, [&](int j) {
+                     TC c = fx_to_c(xr[j]) - mean;
+                     return c * c;
+                 }) * inv_d;
+        TC scale = fx_rsqrt_c(var + (TC)eps);
+        for (int j = threadIdx.x; j < d; j += blockDim.x)
+            yr[j] = fx_from_c((fx_to_c(xr[j]) - mean) * scale * fx_feature(w, w_vec, j) + fx_feature(b, b_vec, j));
+    }
+}
+
+extern "C" __global__ void rms_norm_vjp(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw, long long rows,
+                                        int d, float eps) {
+    const TC inv_d = (TC)1 / (TC)d;
+    TC* part = pw + (long long)blockIdx.x * d;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * d;
+        const T* gr = g + r * d;
+        TC ss = fx_row_sum(d, [&](int j) {
+            TC v = fx_to_c(xr[j]);
+            return v * v;
+        });
+        TC wgx = fx_row_sum(d, [&](int j) { return fx_feature(w, w_vec, j) * fx_to_c(gr[j]) * fx_to_c(xr[j]); });
+        TC scale = fx_rsqrt_c(ss * inv_d + (TC)eps);
+        TC k = wgx * inv_d * scale * scale * scale;
+        const bool first = r == blockIdx.x;
+        for (int j = threadIdx.x; j < d; j += blockDim.x) {
+            TC xv = fx_to_c(xr[j]), gv = fx_to_c(gr[j]);
+            dx[r * d + j] = fx_from_c(scale * fx_feature(w, w_vec, j) * gv - xv * k);
+            TC c = gv * xv * scale;
+            part[j] = first ? c : part[j] + c;
+        }
+    }
+}
+
+extern "C" __global__ void layer_norm_vjp(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw, TC* pb,
+                                          long long rows, int d, float eps) {
+    const TC inv_d = (TC)1 / (TC)d;
+    TC* part_w = pw + (long long)blockIdx.x * d;
+    TC* part_b = pb + (long long)blockIdx.x * d;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * d;
+        const T* gr = g + r * d;
+        TC mean = fx_row_sum(d, [&](int j) { return fx_to_c(xr[j]); }) * inv_d;
+        TC var = fx_row_sum(d, [&](int j) {
+                     TC c = fx_to_c(xr[j]) - mean;
+                     return c * c;
+                 }) * inv_d;
+        TC scale = fx_rsqrt_c(var + (TC)eps);
+        TC wg_sum = fx_row_sum(d, [&](int j) { return fx_feature(w, w_vec, j) * fx_to_c(gr[j]); });
+        TC wgx_sum =
+            fx_row_sum(d, [&](int j) { return fx_feature(w, w_vec, j) * fx_to_c(gr[j]) * (fx_to_c(xr[j]) - mean); });
+        TC a = wg_sum * inv_d, c = wgx_sum * scale * inv_d;
+        const bool first = r == blockIdx.x;
+        for (int j = threadIdx.x; j < d; j += blockDim.x) {
+            TC xhat = (fx_to_c(xr[j]) - mean) * scale, gv = fx_to_c(gr[j]);
+            dx[r * d + j] = fx_from_c(scale * (fx_feature(w, w_vec, j) * gv - a - xhat * c));
+            part_w[j] = first ? gv * xhat : part_w[j] + gv * xhat;
+            part_b[j] = first ? gv : part_b[j] + gv;
+        }
+    }
+}
+
+extern "C" __global__ void norm_feature_sum(const TC* partial, int parts, int d, T* out) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= d) return;
+    TC s = 0;
+    for (int p = 0; p < parts; ++p) s += partial[(long long)p * d + j];
+    out[j] = fx_from_c(s);
+}
+
+#endif
