@@ -29,10 +29,13 @@ from ferrox.nn.layers.activations import (
 )
 from ferrox.nn.layers.base import Module
 from ferrox.nn.layers.containers import Sequential
-from ferrox.nn.layers.dropout import Dropout
+from ferrox.nn.layers.convolution import Conv1d, Conv2d, Conv3d
+from ferrox.nn.layers.convolution_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from ferrox.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
 from ferrox.nn.layers.embedding import Embedding
 from ferrox.nn.layers.linear import Bilinear, Identity, Linear
-from ferrox.nn.layers.normalization import LayerNorm, RMSNorm
+from ferrox.nn.layers.normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
+from ferrox.nn.layers.pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from ferrox.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
 from ferrox.nn.layers.recurrent import GRU, LSTM, RNN
 from ferrox.nn.layers.transformer import (
@@ -43,6 +46,7 @@ from ferrox.nn.layers.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from ferrox.nn.layers.upsample import Upsample
 
 __all__ = [
     "ALiBi", "Bilinear", "CELU", "Dropout", "ELU", "Embedding", "GELU", "GLU", "GRU", "HardShrink",
@@ -51,4 +55,7 @@ __all__ = [
     "ReLU6", "RoPE", "SELU", "Sequential", "SiLU", "Sigmoid", "SinusoidalPositionalEncoding", "Softmax",
     "Softmin", "Softplus", "Softshrink", "Softsign", "Step", "Tanh", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d", "BatchNorm", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+    "ConvTranspose2d", "ConvTranspose3d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm", "MaxPool1d",
+    "MaxPool2d", "MaxPool3d", "Upsample",
 ]  # fmt: skip
