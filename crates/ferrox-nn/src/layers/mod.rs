@@ -81,20 +81,31 @@ macro_rules! entries {
 }
 
 mod activations;
+mod convolution;
 mod dropout;
+mod dropout_nd;
 mod embedding;
+mod image_norm;
 mod linear;
 mod normalization;
+mod pooling;
 mod positional;
 mod recurrent;
 mod sequential;
 mod transformer;
+mod upsample;
 
 pub use activations::*;
+pub use convolution::{
+    Conv1d, Conv2d, Conv3d, ConvLayerOptions, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, ConvTransposeOptions,
+};
 pub use dropout::Dropout;
+pub use dropout_nd::{Dropout2d, Dropout3d};
 pub use embedding::Embedding;
+pub use image_norm::{BatchNorm, GroupNorm, InstanceNorm};
 pub use linear::{Bilinear, Identity, Linear};
 pub use normalization::{layer_norm, rms_norm, LayerNorm, RMSNorm};
+pub use pooling::{AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d};
 pub use positional::{rope, ALiBi, RoPE, SinusoidalPositionalEncoding};
 pub use recurrent::{GRU, LSTM, RNN};
 pub use sequential::Sequential;
@@ -102,6 +113,7 @@ pub use transformer::{
     scaled_dot_product_attention, MultiHeadAttention, MultiHeadAttentionOptions, Transformer, TransformerConfig,
     TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerOptions,
 };
+pub use upsample::{upsample_cubic, upsample_linear, upsample_nearest, Upsample, UpsampleMode, UpsampleScale};
 
 /// An activation function, as the recurrent and transformer layers take it.
 pub type Activation = fn(&Array) -> Result<Array>;
