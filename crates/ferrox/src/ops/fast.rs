@@ -81,8 +81,8 @@ pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
     Array::from_primitive(x.shape().to_vec(), dtype, RmsNorm { eps }, vec![x.astype(dtype)?, w])
 }
 
-/// Layer normalization over the last axis: `(x - mean) * rsqrt(var + eps)
-/// * weight + bias` (MLX's `fast.layer_norm`). Weight and bias, when given,
+/// Layer normalization over the last axis:
+/// `(x - mean) * rsqrt(var + eps) * weight + bias` (MLX's `fast.layer_norm`). Weight and bias, when given,
 /// are one-dimensional with the last axis's extent; the result has the
 /// promoted type of the inputs, which must be a real float type.
 pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: f32) -> Result<Array> {
@@ -152,7 +152,7 @@ pub fn rope(
     if dims == 0 {
         return Err(Error::invalid(ROPE, format!("dims must be positive but got {dims}.")));
     }
-    if dims % 2 != 0 {
+    if !dims.is_multiple_of(2) {
         return Err(Error::invalid(ROPE, format!("dims must be even but got {dims}.")));
     }
     let last = x.shape()[x.ndim() - 1];

@@ -55,9 +55,9 @@ fn typed<T: Widen>(p: &RopeParams, x: Input, offsets: &[i32], inv_freq: &[f32], 
     y.par_chunks_mut(d).zip(xs.par_chunks(d)).enumerate().with_min_len(ROWS_PER_TASK).for_each(|(row, (yr, xr))| {
         let offset = offsets[if offsets.len() == 1 { 0 } else { row / rows_per_batch }];
         let position = (cast((row % t_len) as f32) + cast(offset as f32)) * scale;
-        for i in 0..half {
+        for (i, &freq) in inv_freq.iter().enumerate() {
             let (a, b) = if p.traditional { (2 * i, 2 * i + 1) } else { (i, i + half) };
-            let theta = position * inv_freq[i];
+            let theta = position * freq;
             let (sin, cos) = theta.sin_cos();
             let (x1, x2) = (xr[a].widen(), xr[b].widen());
             let (y1, y2) = if p.forward {

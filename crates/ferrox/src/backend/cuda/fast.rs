@@ -90,7 +90,7 @@ pub(crate) fn fast(s: &Arc<GpuStream>, op: &FastOp, inputs: &[Input]) -> Result<
 /// The rows of `x`: (count, length).
 fn rows_of(x: Input) -> (usize, usize) {
     let d = x.1.shape.last().copied().unwrap_or(1);
-    (if d == 0 { 0 } else { x.1.size() / d }, d)
+    (x.1.size().checked_div(d).unwrap_or(0), d)
 }
 
 /// Threads per block for rows of `d` elements: about four elements each.

@@ -11,19 +11,31 @@ use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-/// The kernel `optimizer.cu` defines for `rule` (SGD without momentum has
-/// a stateless one).
+/// The kernels `optimizer.cu` defines (one per rule; SGD without momentum
+/// has a stateless one).
+const KERNELS: [&str; 8] = [
+    "sgd_update",
+    "sgd_plain_update",
+    "rmsprop_update",
+    "adagrad_update",
+    "adadelta_update",
+    "adam_update",
+    "adamax_update",
+    "lion_update",
+];
+
+/// The kernel of `rule` (an entry of [`KERNELS`]).
 fn kernel(rule: &UpdateRule) -> &'static str {
-    match rule {
-        UpdateRule::Sgd { momentum, .. } if *momentum <= 0.0 => "sgd_plain_update",
-        UpdateRule::Sgd { .. } => "sgd_update",
-        UpdateRule::RmsProp { .. } => "rmsprop_update",
-        UpdateRule::Adagrad { .. } => "adagrad_update",
-        UpdateRule::AdaDelta { .. } => "adadelta_update",
-        UpdateRule::Adam { .. } => "adam_update",
-        UpdateRule::Adamax { .. } => "adamax_update",
-        UpdateRule::Lion { .. } => "lion_update",
-    }
+    KERNELS[match rule {
+        UpdateRule::Sgd { momentum, .. } if *momentum <= 0.0 => 1,
+        UpdateRule::Sgd { .. } => 0,
+        UpdateRule::RmsProp { .. } => 2,
+        UpdateRule::Adagrad { .. } => 3,
+        UpdateRule::AdaDelta { .. } => 4,
+        UpdateRule::Adam { .. } => 5,
+        UpdateRule::Adamax { .. } => 6,
+        UpdateRule::Lion { .. } => 7,
+    }]
 }
 
 /// The kernels `optimizer.cu` defines for `dtype` (for the compile check).
@@ -31,19 +43,7 @@ pub(crate) fn kernel_names(dtype: Dtype) -> Vec<String> {
     if !dtype.is_floating() {
         return Vec::new();
     }
-    [
-        "sgd_update",
-        "sgd_plain_update",
-        "rmsprop_update",
-        "adagrad_update",
-        "adadelta_update",
-        "adam_update",
-        "adamax_update",
-        "lion_update",
-    ]
-    .iter()
-    .map(|k| k.to_string())
-    .collect()
+    KERNELS.iter().map(|k| k.to_string()).collect()
 }
 
 /// The fused step over `n` contiguous elements: `inputs` are (storage,
