@@ -35,7 +35,9 @@ pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
     if shape.iter().any(|&d| d < -1) {
         return Err(bad());
     }
-    let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    // Saturating: a product past usize::MAX must not wrap to a small size.
+    let known_dims: Vec<usize> = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).collect();
+    let known = numel(&known_dims);
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(&i) = inferred.first() {
         if known == 0 || !a.size().is_multiple_of(known) {
