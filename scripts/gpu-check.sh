@@ -11,7 +11,8 @@
 # Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
 # arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS
-# to benches/io.py (e.g. "--gb 1"), TRAIN_BENCH_ARGS to benches/train_step.py
+# to benches/io.py (e.g. "--gb 1"), FAST_BENCH_ARGS to benches/fast_ops.py
+# (e.g. "--only norm"), TRAIN_BENCH_ARGS to benches/train_step.py
 # (e.g. "--no-compile"). Wheels in target/wheels/deps/ are
 # installed beside ferrox: the file-format tests need the gguf package and
 # the MLX comparisons need MLX, and a machine without network gets them that
@@ -56,10 +57,11 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     python3 benches/autodiff.py 2>&1 | tee "$OUT/autodiff.log"
     python3 benches/io.py ${IO_BENCH_ARGS:-} 2>&1 | tee "$OUT/io.log"
     python3 benches/gpu_random_floor.py 2>&1 | tee "$OUT/random_floor.log"
+    python3 benches/fast_ops.py ${FAST_BENCH_ARGS:-} 2>&1 | tee "$OUT/fast_ops.log"
     python3 benches/train_step.py ${TRAIN_BENCH_ARGS:-} 2>&1 | tee "$OUT/train_step.log"
 fi
 
 echo "==== summary ===="
 tail -n 3 "$OUT/pytest.log" 2>/dev/null
-cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/train_step.log" 2>/dev/null | grep -v "^$"
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/train_step.log" 2>/dev/null | grep -v "^$"
 exit "$status"
