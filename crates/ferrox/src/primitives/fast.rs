@@ -63,6 +63,24 @@ fn vmap_by_reference(f: Reference, inputs: &[Array], axes: &[Option<usize>]) -> 
     Ok((outs, vec![Some(0); n]))
 }
 
+/// The transform rules of a backward primitive: every derivative and the
+/// batching go through its `reference` graph (used inside `impl Primitive`).
+macro_rules! rules_by_reference {
+    () => {
+        fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+            vjp_by_reference(&|xs| self.reference(xs), inputs, cotangents, argnums)
+        }
+
+        fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+            jvp_by_reference(&|xs| self.reference(xs), inputs, tangents)
+        }
+
+        fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
+            vmap_by_reference(&|xs| self.reference(xs), inputs, axes)
+        }
+    };
+}
+
 /// The reference graph of a backward primitive: the vjp of the forward
 /// reference at the leading `primals` inputs, with the last input as the
 /// output's cotangent.
@@ -203,17 +221,7 @@ impl Primitive for RmsNormVjp {
         eval_fused(backend, FastOp::RmsNormVjp { eps: self.eps }, inputs, outputs, None)
     }
 
-    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        vjp_by_reference(&|xs| self.reference(xs), inputs, cotangents, argnums)
-    }
-
-    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        jvp_by_reference(&|xs| self.reference(xs), inputs, tangents)
-    }
-
-    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
-        vmap_by_reference(&|xs| self.reference(xs), inputs, axes)
-    }
+    rules_by_reference!();
 }
 
 impl Primitive for LayerNorm {
@@ -266,17 +274,7 @@ impl Primitive for LayerNormVjp {
         eval_fused(backend, FastOp::LayerNormVjp { eps: self.eps }, inputs, outputs, None)
     }
 
-    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        vjp_by_reference(&|xs| self.reference(xs), inputs, cotangents, argnums)
-    }
-
-    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        jvp_by_reference(&|xs| self.reference(xs), inputs, tangents)
-    }
-
-    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
-        vmap_by_reference(&|xs| self.reference(xs), inputs, axes)
-    }
+    rules_by_reference!();
 }
 
 impl Primitive for Rope {
@@ -401,15 +399,5 @@ impl Primitive for AttentionVjp {
         eval_fused(backend, FastOp::AttentionVjp(self.params), inputs, outputs, strided)
     }
 
-    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        vjp_by_reference(&|xs| self.reference(xs), inputs, cotangents, argnums)
-    }
-
-    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        jvp_by_reference(&|xs| self.reference(xs), inputs, tangents)
-    }
-
-    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
-        vmap_by_reference(&|xs| self.reference(xs), inputs, axes)
-    }
+    rules_by_reference!();
 }
