@@ -20,6 +20,13 @@ pub(crate) type Input<'a> = (&'a CudaStorage, &'a Layout);
 /// The head-dimension buckets `attention.cu` instantiates.
 const HEAD_BUCKETS: [usize; 4] = [32, 64, 128, 256];
 
+/// The head dimensions of the tensor-core forward kernels (float16 and
+/// bfloat16, `d == dv`).
+const MMA_HEAD_DIMS: [usize; 2] = [64, 128];
+
+/// The head dimensions of the split-K decode kernels (`d == dv`).
+const DECODE_HEAD_DIMS: [usize; 3] = [64, 128, 256];
+
 /// The largest head dimension the attention kernels take.
 pub(crate) const MAX_HEAD_DIM: usize = 256;
 
@@ -29,16 +36,24 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
         return Vec::new();
     }
     match family {
-        Family::Norm => ["rms_norm", "layer_norm", "rms_norm_vjp", "layer_norm_vjp", "norm_feature_sum"]
+        Family::Norm => ["rms_norm", "layer_norm", "rms_norm_vjp", "layer_norm_vjp"]
             .iter()
-            .map(|k| k.to_string())
+            .flat_map(|k| [k.to_string(), format!("{k}_packed")])
+            .chain(["norm_feature_sum".to_string()])
             .collect(),
         Family::Rope => vec!["rope".to_string()],
-        Family::Attention => HEAD_BUCKETS
-            .iter()
-            .flat_map(|d| ["fwd", "lse", "bwd"].map(|k| format!("attention_{k}_{d}")))
-            .chain(["attention_delta", "attention_cast"].map(String::from))
-            .collect(),
+        Family::Attention => {
+            let tensor_core = if matches!(dtype, Dtype::F16 | Dtype::BF16) { &MMA_HEAD_DIMS[..] } else { &[] };
+            HEAD_BUCKETS
+                .iter()
+                .flat_map(|d| {
+                    [format!("attention_fwd_{d}"), format!("attention_lse_{d}"), format!("attention_bwd_{d}")]
+                })
+                .chain(tensor_core.iter().flat_map(|d| ["fwd", "lse", "bwd"].map(|k| format!("attention_{k}_mma_{d}"))))
+                .chain(DECODE_HEAD_DIMS.iter().map(|d| format!("attention_decode_{d}")))
+                .chain(["attention_delta", "attention_cast", "attention_decode_combine"].map(String::from))
+                .collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -98,6 +113,22 @@ fn row_block(d: usize) -> u32 {
     d.div_ceil(4).next_power_of_two().clamp(32, 1024) as u32
 }
 
+/// 16-byte packs each thread of the `_packed` norm kernels holds.
+const NORM_PACKS_PER_THREAD: usize = 4;
+
+/// The `_packed` variant of a norm kernel and its block size, when every
+/// row fits in registers and every pointer allows 16-byte packs.
+fn packed_norm(kernel: &str, dtype: Dtype, d: usize, ptrs: &[u64]) -> Option<(String, u32)> {
+    let per_pack = 16 / dtype.size();
+    let packs = d / per_pack;
+    let fits = d % per_pack == 0 && packs <= 1024 * NORM_PACKS_PER_THREAD && packs > 0;
+    if !fits || ptrs.iter().any(|p| p % 16 != 0) {
+        return None;
+    }
+    let threads = packs.div_ceil(NORM_PACKS_PER_THREAD).next_power_of_two().clamp(32, 1024);
+    Some((format!("{kernel}_packed"), threads as u32))
+}
+
 /// Whether a per-feature parameter is a vector (not a 0-d scalar).
 fn is_vector(p: Input) -> i32 {
     (p.1.ndim() == 1) as i32
@@ -122,7 +153,16 @@ fn norm_forward(
         args = args.arg(ptr(b)).arg(is_vector(b));
     }
     let args = args.arg(y.ptr_at(0)).arg(rows as i64).arg(d as i32).arg(eps);
-    launch(Family::Norm, dtype, kernel, (rows.min(1 << 20) as u32, 1, 1), (row_block(d), 1, 1), s, args)?;
+    let vectors = [Some(w), b].into_iter().flatten().filter(|p| p.1.ndim() == 1).map(ptr);
+    let ptrs: Vec<u64> = [ptr(x), y.ptr_at(0)].into_iter().chain(vectors).collect();
+    match packed_norm(kernel, dtype, d, &ptrs) {
+        Some((packed, threads)) => {
+            // Enough blocks to fill the GPU; each keeps its weights in registers across rows.
+            let grid = rows.min(gpu()?.sm_count as usize * 16) as u32;
+            launch(Family::Norm, dtype, &packed, (grid, 1, 1), (threads, 1, 1), s, args)?
+        }
+        None => launch(Family::Norm, dtype, kernel, (rows.min(1 << 20) as u32, 1, 1), (row_block(d), 1, 1), s, args)?,
+    }
     Ok(y)
 }
 
@@ -149,7 +189,14 @@ fn norm_backward(
             args = args.arg(partial_b.ptr_at(0));
         }
         let args = args.arg(rows as i64).arg(d as i32).arg(eps);
-        launch(Family::Norm, dtype, op, (parts as u32, 1, 1), (row_block(d), 1, 1), s, args)?;
+        let vectors = [Some(w), b].into_iter().flatten().filter(|p| p.1.ndim() == 1).map(ptr);
+        let ptrs: Vec<u64> = [ptr(x), ptr(g), dx.ptr_at(0)].into_iter().chain(vectors).collect();
+        match packed_norm(op, dtype, d, &ptrs) {
+            Some((packed, threads)) => {
+                launch(Family::Norm, dtype, &packed, (parts as u32, 1, 1), (threads, 1, 1), s, args)?
+            }
+            None => launch(Family::Norm, dtype, op, (parts as u32, 1, 1), (row_block(d), 1, 1), s, args)?,
+        }
     }
     let mut outs = vec![dx, feature_sum(s, dtype, &partial_w, parts, d, w)?];
     if let Some(b) = b {
@@ -286,14 +333,94 @@ fn heads_extent(n: usize) -> Result<u32> {
 /// Rows of queries (or keys) each attention block handles.
 const ATTN_ROWS: usize = 32;
 
+/// Rows of queries each tensor-core attention block handles.
+const MMA_ROWS: usize = 64;
+
 fn attention_forward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CudaStorage>> {
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
     let dtype = q.0.dtype();
     let n = attn_dims(q, k, v)?;
     let rows: usize = q.1.shape[..3].iter().product();
     let o = CudaStorage::alloc(dtype, rows * n.dv as usize, s)?;
-    run_forward(s, p, inputs, &n, "attention_fwd", o.ptr_at(0), 0)?;
+    if !decode(s, p, inputs, &n, rows, &o)? {
+        run_forward(s, p, inputs, &n, "attention_fwd", o.ptr_at(0), 0)?;
+    }
     Ok(vec![o])
+}
+
+/// Whether the tensor-core kernels serve a problem: float16 or bfloat16,
+/// `d == dv` among [`MMA_HEAD_DIMS`], and 16-byte aligned data (they move
+/// 16-byte packs; null pointers pass).
+fn tensor_core(dtype: Dtype, n: &AttnDims, ptrs: &[u64]) -> bool {
+    matches!(dtype, Dtype::F16 | Dtype::BF16)
+        && n.d == n.dv
+        && MMA_HEAD_DIMS.contains(&(n.d as usize))
+        && ptrs.iter().all(|p| p % 16 == 0)
+}
+
+/// The split-K decode path for few query rows over many keys: returns
+/// whether it ran (otherwise the tiled kernels serve the problem).
+fn decode(
+    s: &Arc<GpuStream>,
+    p: &AttentionParams,
+    inputs: &[Input],
+    n: &AttnDims,
+    rows: usize,
+    o: &CudaStorage,
+) -> Result<bool> {
+    let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+    let dtype = q.0.dtype();
+    let d = n.d as usize;
+    let keys = n.keys as usize;
+    let sms = gpu()?.sm_count as usize;
+    let target = 4 * sms;
+    let fits = n.d == n.dv
+        && DECODE_HEAD_DIMS.contains(&d)
+        && n.queries <= 8
+        && keys >= 512
+        && rows > 0
+        && rows <= target
+        && [ptr(q), ptr(k), ptr(v)].iter().all(|p| p % 16 == 0);
+    if !fits {
+        return Ok(false);
+    }
+    let chunks = target.div_ceil(rows).clamp(1, keys.div_ceil(256));
+    let chunk = keys.div_ceil(chunks);
+    let chunks = keys.div_ceil(chunk);
+    let tc = compute(dtype);
+    let part_acc = CudaStorage::alloc(tc, chunks * rows * d, s)?;
+    let part_ml = CudaStorage::alloc(tc, chunks * rows * 2, s)?;
+    let (mask, strides, kind) = mask_args(p, inputs);
+    let fill = dtype.finfo().expect("a float dtype").min;
+    let args = Args::new()
+        .arg(ptr(q))
+        .arg(ptr(k))
+        .arg(ptr(v))
+        .arg(mask)
+        .arg(strides)
+        .arg(kind)
+        .arg(part_acc.ptr_at(0))
+        .arg(part_ml.ptr_at(0))
+        .arg(*n)
+        .arg(p.scale)
+        .arg(fill)
+        .arg(chunk as i32);
+    let kernel = format!("attention_decode_{d}");
+    launch(Family::Attention, dtype, &kernel, (chunks as u32, rows as u32, 1), (128, 1, 1), s, args)?;
+    let sinks = if p.sinks { ptr(inputs[p.forward_inputs() - 1]) } else { 0 };
+    let args = Args::new()
+        .arg(part_acc.ptr_at(0))
+        .arg(part_ml.ptr_at(0))
+        .arg(sinks)
+        .arg(o.ptr_at(0))
+        .arg(rows as i64)
+        .arg(chunks as i32)
+        .arg(n.d)
+        .arg(n.queries)
+        .arg(n.q_heads);
+    let grid = grid_for(rows * d, 1)?;
+    launch(Family::Attention, dtype, "attention_decode_combine", (grid, 1, 1), (BLOCK, 1, 1), s, args)?;
+    Ok(true)
 }
 
 /// Launches `kernel` (`attention_fwd` writing `o`, or `attention_lse`
@@ -329,8 +456,13 @@ fn run_forward(
         .arg(*n)
         .arg(p.scale)
         .arg(fill);
-    let grid = ((n.queries as usize).div_ceil(ATTN_ROWS) as u32, heads_extent(bh)?, 1);
-    let kernel = format!("{kernel}_{}", bucket(n)?);
+    let (kernel, rows) = if tensor_core(dtype, n, &[ptr(q), ptr(k), ptr(v), o]) {
+        let kind = kernel.trim_start_matches("attention_");
+        (format!("attention_{kind}_mma_{}", n.d), MMA_ROWS)
+    } else {
+        (format!("{kernel}_{}", bucket(n)?), ATTN_ROWS)
+    };
+    let grid = ((n.queries as usize).div_ceil(rows) as u32, heads_extent(bh)?, 1);
     launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)
 }
 
@@ -386,8 +518,13 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(n)
             .arg(p.scale)
             .arg(fill);
-        let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, heads_extent(kv_blocks)?, 1);
-        let kernel = format!("attention_bwd_{}", bucket(&n)?);
+        let ptrs = [ptr(q), ptr(k), ptr(v), ptr(dout), dk.ptr_at(0), dv.ptr_at(0)];
+        let (kernel, keys_per_block) = if tensor_core(dtype, &n, &ptrs) {
+            (format!("attention_bwd_mma_{}", n.d), MMA_ROWS)
+        } else {
+            (format!("attention_bwd_{}", bucket(&n)?), ATTN_ROWS)
+        };
+        let grid = ((n.keys as usize).div_ceil(keys_per_block) as u32, heads_extent(kv_blocks)?, 1);
         launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)?;
     }
     cast(s, dtype, &dq_acc, &dq)?;

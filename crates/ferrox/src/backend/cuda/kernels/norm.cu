@@ -17,6 +17,10 @@
 //   layer_norm_vjp(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw, TC* pb,
 //                  long long rows, int d, float eps)
 //   norm_feature_sum(const TC* partial, int parts, int d, T* out)   one thread per feature
+// The `_packed` variants take the same arguments and hold each row in
+// registers (one read of x and dy): rows of 16-byte packs, d * sizeof(T) a
+// multiple of 16, 16-byte aligned x, dy, y, dx and vector w, b, and at most
+// FX_NORM_VPT packs per thread (blockDim >= packs / FX_NORM_VPT).
 
 #if FX_IS_FLOAT
 
@@ -138,6 +142,187 @@ extern "C" __global__ void norm_feature_sum(const TC* partial, int parts, int d,
     TC s = 0;
     for (int p = 0; p < parts; ++p) s += partial[(long long)p * d + j];
     out[j] = fx_from_c(s);
+}
+
+
+// ---------------------------------------------------------------------------
+// Register-cached rows: each thread holds FX_NORM_VPT packs of P elements.
+
+#define FX_NORM_VPT 4
+#define FX_NORM_P (16 / (int)sizeof(T))
+
+struct FxNormRow {
+    TC v[FX_NORM_VPT][FX_NORM_P];
+};
+
+// Loads this thread's packs of a row (zeros past the row's end).
+__device__ __forceinline__ void fx_norm_load(const T* row, int packs, FxNormRow& r) {
+#pragma unroll
+    for (int i = 0; i < FX_NORM_VPT; ++i) {
+        const int p = threadIdx.x + i * blockDim.x;
+        FxPack<T, FX_NORM_P> pk;
+        if (p < packs) pk.load(row + p * FX_NORM_P);
+#pragma unroll
+        for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = p < packs ? fx_to_c(pk.v[e]) : (TC)0;
+    }
+}
+
+// Stores this thread's packs of a row.
+__device__ __forceinline__ void fx_norm_store(T* row, int packs, const FxNormRow& r) {
+#pragma unroll
+    for (int i = 0; i < FX_NORM_VPT; ++i) {
+        const int p = threadIdx.x + i * blockDim.x;
+        if (p >= packs) continue;
+        FxPack<T, FX_NORM_P> pk;
+#pragma unroll
+        for (int e = 0; e < FX_NORM_P; ++e) pk.v[e] = fx_from_c(r.v[i][e]);
+        pk.store(row + p * FX_NORM_P);
+    }
+}
+
+// A per-feature parameter at this thread's packs (a broadcast value for a 0-d one).
+__device__ __forceinline__ void fx_norm_feature(const T* f, int vec, int packs, FxNormRow& r) {
+    if (vec) {
+        fx_norm_load(f, packs, r);
+        return;
+    }
+    const TC x = fx_to_c(f[0]);
+#pragma unroll
+    for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+        for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = x;
+}
+
+// The block-wide sum of f(i, e) over this thread's elements.
+template <class F>
+__device__ __forceinline__ TC fx_norm_sum(F f) {
+    __shared__ TC red[32];
+    __shared__ TC total;
+    TC acc = 0;
+#pragma unroll
+    for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+        for (int e = 0; e < FX_NORM_P; ++e) acc += f(i, e);
+    acc = fx_block_reduce(acc, FxNormAdd(), red);
+    if (threadIdx.x == 0) total = acc;
+    __syncthreads();
+    TC r = total;
+    __syncthreads();
+    return r;
+}
+
+extern "C" __global__ void rms_norm_packed(const T* x, const T* w, int w_vec, T* y, long long rows, int d, float eps) {
+    const int packs = d / FX_NORM_P;
+    const TC inv_d = (TC)1 / (TC)d;
+    FxNormRow wr, r;
+    fx_norm_feature(w, w_vec, packs, wr);
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        fx_norm_load(x + row * d, packs, r);
+        const TC ss = fx_norm_sum([&](int i, int e) { return r.v[i][e] * r.v[i][e]; });
+        const TC scale = fx_rsqrt_c(ss * inv_d + (TC)eps);
+#pragma unroll
+        for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+            for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = r.v[i][e] * scale * wr.v[i][e];
+        fx_norm_store(y + row * d, packs, r);
+    }
+}
+
+extern "C" __global__ void layer_norm_packed(const T* x, const T* w, int w_vec, const T* b, int b_vec, T* y,
+                                             long long rows, int d, float eps) {
+    const int packs = d / FX_NORM_P;
+    const TC inv_d = (TC)1 / (TC)d;
+    FxNormRow wr, br, r;
+    fx_norm_feature(w, w_vec, packs, wr);
+    fx_norm_feature(b, b_vec, packs, br);
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        fx_norm_load(x + row * d, packs, r);
+        const TC mean = fx_norm_sum([&](int i, int e) { return r.v[i][e]; }) * inv_d;
+        const TC var = fx_norm_sum([&](int i, int e) {
+                           const int p = threadIdx.x + i * blockDim.x;
+                           const TC c = r.v[i][e] - mean;
+                           return p < packs ? c * c : (TC)0;
+                       }) * inv_d;
+        const TC scale = fx_rsqrt_c(var + (TC)eps);
+#pragma unroll
+        for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+            for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = (r.v[i][e] - mean) * scale * wr.v[i][e] + br.v[i][e];
+        fx_norm_store(y + row * d, packs, r);
+    }
+}
+
+// Adds this thread's per-feature sums into row blockIdx.x of a partial array.
+__device__ __forceinline__ void fx_norm_partial(TC* part, int packs, const FxNormRow& acc) {
+#pragma unroll
+    for (int i = 0; i < FX_NORM_VPT; ++i) {
+        const int p = threadIdx.x + i * blockDim.x;
+        if (p >= packs) continue;
+#pragma unroll
+        for (int e = 0; e < FX_NORM_P; ++e) part[p * FX_NORM_P + e] = acc.v[i][e];
+    }
+}
+
+extern "C" __global__ void rms_norm_vjp_packed(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw,
+                                               long long rows, int d, float eps) {
+    const int packs = d / FX_NORM_P;
+    const TC inv_d = (TC)1 / (TC)d;
+    FxNormRow wr, xr, gr, dw = {};
+    fx_norm_feature(w, w_vec, packs, wr);
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        fx_norm_load(x + row * d, packs, xr);
+        fx_norm_load(g + row * d, packs, gr);
+        const TC ss = fx_norm_sum([&](int i, int e) { return xr.v[i][e] * xr.v[i][e]; });
+        const TC wgx = fx_norm_sum([&](int i, int e) { return wr.v[i][e] * gr.v[i][e] * xr.v[i][e]; });
+        const TC scale = fx_rsqrt_c(ss * inv_d + (TC)eps);
+        const TC k = wgx * inv_d * scale * scale * scale;
+#pragma unroll
+        for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+            for (int e = 0; e < FX_NORM_P; ++e) {
+                dw.v[i][e] += gr.v[i][e] * xr.v[i][e] * scale;
+                gr.v[i][e] = scale * wr.v[i][e] * gr.v[i][e] - xr.v[i][e] * k;
+            }
+        fx_norm_store(dx + row * d, packs, gr);
+    }
+    fx_norm_partial(pw + (long long)blockIdx.x * d, packs, dw);
+}
+
+extern "C" __global__ void layer_norm_vjp_packed(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw,
+                                                 TC* pb, long long rows, int d, float eps) {
+    const int packs = d / FX_NORM_P;
+    const TC inv_d = (TC)1 / (TC)d;
+    FxNormRow wr, xr, gr, dw = {}, db = {};
+    fx_norm_feature(w, w_vec, packs, wr);
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        fx_norm_load(x + row * d, packs, xr);
+        fx_norm_load(g + row * d, packs, gr);
+        const TC mean = fx_norm_sum([&](int i, int e) { return xr.v[i][e]; }) * inv_d;
+        const TC var = fx_norm_sum([&](int i, int e) {
+                           const int p = threadIdx.x + i * blockDim.x;
+                           const TC c = xr.v[i][e] - mean;
+                           return p < packs ? c * c : (TC)0;
+                       }) * inv_d;
+        const TC scale = fx_rsqrt_c(var + (TC)eps);
+#pragma unroll
+        for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+            for (int e = 0; e < FX_NORM_P; ++e) xr.v[i][e] = (xr.v[i][e] - mean) * scale;  // x-hat
+        const TC a = fx_norm_sum([&](int i, int e) { return wr.v[i][e] * gr.v[i][e]; }) * inv_d;
+        const TC c = fx_norm_sum([&](int i, int e) { return wr.v[i][e] * gr.v[i][e] * xr.v[i][e]; }) * inv_d;
+#pragma unroll
+        for (int i = 0; i < FX_NORM_VPT; ++i)
+#pragma unroll
+            for (int e = 0; e < FX_NORM_P; ++e) {
+                const TC gv = gr.v[i][e], xhat = xr.v[i][e];
+                dw.v[i][e] += gv * xhat;
+                db.v[i][e] += gv;
+                gr.v[i][e] = scale * (wr.v[i][e] * gv - a - xhat * c);
+            }
+        fx_norm_store(dx + row * d, packs, gr);
+    }
+    fx_norm_partial(pw + (long long)blockIdx.x * d, packs, dw);
+    fx_norm_partial(pb + (long long)blockIdx.x * d, packs, db);
 }
 
 #endif
