@@ -1,8 +1,9 @@
-//! The fused "fast" kernels ([`crate::ops::fast`]): normalizations, rotary
-//! embeddings and attention, each one forward and one backward kernel per
-//! backend (`cpu/norm.rs`, `cpu/rope.rs`, `cpu/attention.rs`;
+//! The fused row kernels: those of [`crate::ops::fast`] (normalizations,
+//! rotary embeddings and attention, each one forward and one backward
+//! kernel per backend) and the softmax and log-sum-exp of the core ops
+//! (`cpu/norm.rs`, `cpu/rope.rs`, `cpu/attention.rs`, `cpu/softmax.rs`;
 //! `cuda/fast.rs` with `kernels/norm.cu`, `kernels/rope.cu`,
-//! `kernels/attention.cu`). Every kernel computes in float32 (float64 for
+//! `kernels/attention.cu`, `kernels/softmax.cu`). Every kernel computes in float32 (float64 for
 //! float64 inputs) and rounds each output once.
 //!
 //! The backend receives the inputs listed on each variant. "Rows" inputs
@@ -109,6 +110,13 @@ pub enum FastOp {
     /// log-sum-exp: a forward output kept for it would not survive the
     /// forward's caller, who holds only o.)
     AttentionVjp(AttentionParams),
+    /// `exp(x - max) / sum(exp(x - max))` over the last axis (MLX's
+    /// `Softmax`; always computed in float32, so `precise` does not change
+    /// the kernel). Input: x (rows). Output: y.
+    Softmax,
+    /// `log(sum(exp(x)))` over the last axis (MLX's `LogSumExp`). Input: x
+    /// (rows). Output: one value per row.
+    LogSumExp,
 }
 
 impl FastOp {
@@ -122,6 +130,8 @@ impl FastOp {
             FastOp::Rope(_) => "rope",
             FastOp::Attention(_) => "scaled_dot_product_attention",
             FastOp::AttentionVjp(_) => "scaled_dot_product_attention_vjp",
+            FastOp::Softmax => "softmax",
+            FastOp::LogSumExp => "logsumexp",
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::backend::{ArgReduceOp, ReduceOp};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
-use crate::primitives::{ArgReduce, Reduce};
+use crate::primitives::{ArgReduce, LogSumExp, Reduce, Softmax};
 
 /// Resolves `axes` (`None` = all) for a reduction named `op`.
 fn reduce_axes(op: &'static str, a: &Array, axes: Option<&[isize]>) -> Result<Vec<usize>> {
@@ -140,8 +140,16 @@ pub fn std(a: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: i64) -> Resu
 
 /// `log(sum(exp(a)))` over `axes` (`None` = all), computed without
 /// overflow by factoring out the maximum (infinite maxima pass through).
+/// Over the last axis of a real array it is one fused row kernel (MLX's
+/// `LogSumExp` primitive).
 pub fn logsumexp(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-    let resolved: Vec<isize> = reduce_axes("logsumexp", a, axes)?.iter().map(|&i| i as isize).collect();
+    let resolved = reduce_axes("logsumexp", a, axes)?;
+    if a.size() > 0 && !a.dtype().is_complex() && over_last_axis(a, &resolved) {
+        let x = astype(a, a.dtype().at_least_float())?;
+        let out = Array::from_primitive(kept_shape(a, &resolved), x.dtype(), LogSumExp, vec![x])?;
+        return if keepdims { Ok(out) } else { reshape_to(&out, dropped_shape(a, &resolved)) };
+    }
+    let resolved: Vec<isize> = resolved.iter().map(|&i| i as isize).collect();
     let x = astype(a, a.dtype().at_least_float())?;
     let peak = stop_gradient(&max(&x, Some(&resolved), true)?)?;
     let peak = where_(&isinf(&peak)?, &zeros_like(&peak)?, &peak)?;
@@ -153,6 +161,15 @@ pub fn logsumexp(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Ar
         let kept: Vec<usize> = resolved.iter().map(|&i| i as usize).collect();
         reshape_to(&out, dropped_shape(a, &kept))
     }
+}
+
+/// Whether the sorted `axes` reduce only the last axis of `a` (any other
+/// listed axis has extent 1 and they run consecutively to the end): the
+/// row kernels' case.
+fn over_last_axis(a: &Array, axes: &[usize]) -> bool {
+    a.ndim() > 0
+        && axes.last() == Some(&(a.ndim() - 1))
+        && axes.windows(2).all(|w| w[0] + 1 == w[1] && a.shape()[w[0]] == 1)
 }
 
 /// Mean over `axes` (`None` = all), as MLX computes it: `sum(a)` (with
@@ -224,10 +241,11 @@ pub fn softmax(a: &Array, axes: Option<&[isize]>, precise: bool) -> Result<Array
         return Err(Error::invalid("softmax", "Received non-empty axes for array with 0 dimensions."));
     }
     let resolved = reduce_axes("softmax", a, Some(axes))?;
-    let last = a.ndim().saturating_sub(1);
-    let ends_last =
-        resolved.last() == Some(&last) && resolved.windows(2).all(|w| w[0] + 1 == w[1] && a.shape()[w[0]] == 1);
     let complex = a.dtype().is_complex();
+    if !complex && over_last_axis(a, &resolved) {
+        let x = astype(a, a.dtype().at_least_float())?;
+        return Array::from_primitive(x.shape().to_vec(), x.dtype(), Softmax { precise }, vec![x]);
+    }
     let compute = if complex {
         a.dtype()
     } else if precise && matches!(a.dtype(), Dtype::F16 | Dtype::BF16) {
@@ -235,10 +253,9 @@ pub fn softmax(a: &Array, axes: Option<&[isize]>, precise: bool) -> Result<Array
     } else {
         a.dtype().at_least_float()
     };
-    let out_dtype = if ends_last && !complex { a.dtype().at_least_float() } else { a.dtype() };
     let x = astype(a, compute)?;
     let axes: Vec<isize> = resolved.iter().map(|&i| i as isize).collect();
     let m = stop_gradient(&max(&x, Some(&axes), true)?)?;
     let ex = exp(&subtract(&x, &m)?)?;
-    astype(&divide(&ex, &sum(&ex, Some(&axes), true)?)?, out_dtype)
+    astype(&divide(&ex, &sum(&ex, Some(&axes), true)?)?, a.dtype())
 }

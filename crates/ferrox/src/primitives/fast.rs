@@ -13,7 +13,7 @@ use crate::transforms::{autodiff, vmap};
 use std::sync::Arc;
 
 /// Evaluates `op` with every input except `strided` made row-contiguous.
-fn eval_fused(
+pub(super) fn eval_fused(
     backend: &dyn Backend,
     op: FastOp,
     inputs: &[ArrayData],

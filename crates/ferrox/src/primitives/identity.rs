@@ -86,6 +86,8 @@ serializable_primitives!(
     Rope,
     Attention,
     AttentionVjp,
+    Softmax,
+    LogSumExp,
     Reduce,
     ArgReduce,
     Scan,

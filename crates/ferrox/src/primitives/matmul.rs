@@ -49,6 +49,14 @@ impl Primitive for Matmul {
         argnums
             .iter()
             .map(|&i| {
+                if i == 1 && b.ndim() == 2 && a.ndim() > 2 {
+                    // Every batch meets the same `b`: one product over all
+                    // rows instead of a batch of products summed afterwards.
+                    let (k, n) = (b.shape()[0], b.shape()[1]);
+                    let rows: usize = a.shape()[..a.ndim() - 1].iter().product();
+                    let a2 = ops::reshape_to(a, vec![rows, k])?;
+                    return ops::matmul(&swap_last(&a2)?, &ops::reshape_to(c, vec![rows, n])?);
+                }
                 let g = if i == 0 { ops::matmul(c, &swap_last(b)?)? } else { ops::matmul(&swap_last(a)?, c)? };
                 ops::sum_to_shape(&g, inputs[i].shape())
             })

@@ -19,6 +19,7 @@ mod optimizer;
 mod random;
 mod reduction;
 mod scan;
+mod softmax;
 mod sort;
 mod views;
 
@@ -36,6 +37,7 @@ pub use random::RandomBits;
 pub(crate) use reduction::reduce_dtype;
 pub use reduction::{ArgReduce, Reduce};
 pub use scan::Scan;
+pub use softmax::{LogSumExp, Softmax};
 pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
 pub use views::{
     AsStrided, BroadcastTo, Contiguous, Depends, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View,

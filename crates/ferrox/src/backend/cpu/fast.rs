@@ -1,5 +1,5 @@
-//! The fused "fast" kernels on the host ([`FastOp`]): this file routes each
-//! op to its family file (`norm.rs`, `rope.rs`, `attention.rs`).
+//! The fused row kernels on the host ([`FastOp`]): this file routes each
+//! op to its family file (`norm.rs`, `rope.rs`, `attention.rs`, `softmax.rs`).
 
 use super::CpuBuffer;
 use super::CpuElement;
@@ -28,5 +28,7 @@ pub(crate) fn fast(op: &FastOp, inputs: &[Input]) -> Result<Vec<CpuBuffer>> {
         FastOp::Rope(p) => Ok(vec![super::rope::rope(p, inputs[0], inputs[1], inputs.get(2).copied())?]),
         FastOp::Attention(p) => super::attention::attention(p, inputs),
         FastOp::AttentionVjp(p) => super::attention::attention_vjp(p, inputs),
+        FastOp::Softmax => Ok(vec![super::softmax::softmax(inputs[0])?]),
+        FastOp::LogSumExp => Ok(vec![super::softmax::logsumexp(inputs[0])?]),
     }
 }

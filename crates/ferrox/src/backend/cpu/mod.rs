@@ -16,6 +16,7 @@ pub mod optimizer;
 pub mod random;
 pub mod reduce;
 mod rope;
+mod softmax;
 pub mod scan;
 pub mod sort;
 pub mod storage;

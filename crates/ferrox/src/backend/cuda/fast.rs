@@ -1,6 +1,6 @@
-//! The fused "fast" kernels on the GPU ([`FastOp`]): `kernels/norm.cu`,
-//! `kernels/rope.cu` and `kernels/attention.cu`, the twins of the CPU's
-//! `norm.rs`, `rope.rs` and `attention.rs`.
+//! The fused row kernels on the GPU ([`FastOp`]): `kernels/norm.cu`,
+//! `kernels/rope.cu`, `kernels/attention.cu` and `kernels/softmax.cu`, the
+//! twins of the CPU's `norm.rs`, `rope.rs`, `attention.rs` and `softmax.rs`.
 
 use super::device::{driver_error, gpu};
 use super::kernels::Family;
@@ -42,6 +42,7 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
             .chain(["norm_feature_sum".to_string()])
             .collect(),
         Family::Rope => vec!["rope".to_string()],
+        Family::Softmax => vec!["softmax".to_string(), "logsumexp".to_string()],
         Family::Attention => {
             let tensor_core = if matches!(dtype, Dtype::F16 | Dtype::BF16) { &MMA_HEAD_DIMS[..] } else { &[] };
             HEAD_BUCKETS
@@ -99,6 +100,8 @@ pub(crate) fn fast(s: &Arc<GpuStream>, op: &FastOp, inputs: &[Input]) -> Result<
         FastOp::Rope(p) => Ok(vec![rope(s, p, inputs[0], inputs[1], inputs.get(2).copied())?]),
         FastOp::Attention(p) => attention_forward(s, p, inputs),
         FastOp::AttentionVjp(p) => attention_backward(s, p, inputs),
+        FastOp::Softmax => Ok(vec![softmax_rows(s, "softmax", inputs[0])?]),
+        FastOp::LogSumExp => Ok(vec![softmax_rows(s, "logsumexp", inputs[0])?]),
     }
 }
 
@@ -111,6 +114,20 @@ fn rows_of(x: Input) -> (usize, usize) {
 /// Threads per block for rows of `d` elements: about four elements each.
 fn row_block(d: usize) -> u32 {
     d.div_ceil(4).next_power_of_two().clamp(32, 1024) as u32
+}
+
+/// Softmax (one output per element) or log-sum-exp (one per row) over the
+/// rows of `x`.
+fn softmax_rows(s: &Arc<GpuStream>, kernel: &str, x: Input) -> Result<CudaStorage> {
+    let dtype = x.0.dtype();
+    let (rows, d) = rows_of(x);
+    let out = CudaStorage::alloc(dtype, if kernel == "softmax" { rows * d } else { rows }, s)?;
+    if rows > 0 {
+        let args = Args::new().arg(ptr(x)).arg(out.ptr_at(0)).arg(rows as i64).arg(d as i64);
+        let threads = d.div_ceil(8).next_power_of_two().clamp(32, 1024) as u32;
+        launch(Family::Softmax, dtype, kernel, (rows.min(1 << 20) as u32, 1, 1), (threads, 1, 1), s, args)?;
+    }
+    Ok(out)
 }
 
 /// 16-byte packs each thread of the `_packed` norm kernels holds.
@@ -219,7 +236,7 @@ fn feature_sum(
     let out = CudaStorage::alloc(dtype, d, s)?;
     if d > 0 {
         let args = Args::new().arg(partial.ptr_at(0)).arg(parts as i32).arg(d as i32).arg(out.ptr_at(0));
-        launch(Family::Norm, dtype, "norm_feature_sum", (d.div_ceil(256) as u32, 1, 1), (256, 1, 1), s, args)?;
+        launch(Family::Norm, dtype, "norm_feature_sum", (d.div_ceil(32) as u32, 1, 1), (32, 32, 1), s, args)?;
     }
     Ok(out)
 }

@@ -69,11 +69,13 @@ pub enum Family {
     Rope,
     /// Scaled dot-product attention, forward and backward.
     Attention,
+    /// Softmax and log-sum-exp over the last axis.
+    Softmax,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 15] = [
+    pub const ALL: [Family; 16] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -89,6 +91,7 @@ impl Family {
         Family::Norm,
         Family::Rope,
         Family::Attention,
+        Family::Softmax,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -109,6 +112,7 @@ impl Family {
             Family::Norm => "norm",
             Family::Rope => "rope",
             Family::Attention => "attention",
+            Family::Softmax => "softmax",
         }
     }
 
@@ -129,6 +133,7 @@ impl Family {
             Family::Norm => include_str!("kernels/norm.cu"),
             Family::Rope => include_str!("kernels/rope.cu"),
             Family::Attention => include_str!("kernels/attention.cu"),
+            Family::Softmax => include_str!("kernels/softmax.cu"),
         }
     }
 }
@@ -251,7 +256,9 @@ impl Module {
             Module::Family(Family::Gather, _) => super::gather::KERNEL_NAMES.iter().map(|k| k.to_string()).collect(),
             Module::Family(Family::Sort, _) => super::sort::KERNELS.iter().map(|k| k.to_string()).collect(),
             Module::Family(Family::Optimizer, d) => super::optimizer::kernel_names(d),
-            Module::Family(f @ (Family::Norm | Family::Rope | Family::Attention), d) => super::fast::kernel_names(f, d),
+            Module::Family(f @ (Family::Norm | Family::Rope | Family::Attention | Family::Softmax), d) => {
+                super::fast::kernel_names(f, d)
+            }
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

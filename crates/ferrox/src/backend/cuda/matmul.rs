@@ -214,19 +214,25 @@ pub(crate) fn matmul(
         Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64 | Dtype::C64 => {}
         _ => return exact(s, a, la, b, lb, out),
     }
+    // One large product beats a batch of products sharing `b`.
+    let (la, lb, m, batch) = match fold_batch(la, lb) {
+        Some((la, lb)) => (la, lb, batch * m, 1),
+        None => (la.clone(), lb.clone(), m, batch),
+    };
     // Operands cuBLASLt cannot read in place are made contiguous first.
     let readable = |l: &Layout| {
+        let nd = l.ndim();
         let (r, c) = (l.shape[nd - 2], l.shape[nd - 1]);
         let st = batch_stride(l)?;
         describe(r, c, l.strides[nd - 2], l.strides[nd - 1], st)
     };
-    let (a_copy, la) = match readable(la) {
-        Some(_) => (None, la.clone()),
-        None => (Some(copy(s, a, la, dt)?), Layout::contiguous(&la.shape)),
+    let (a_copy, la) = match readable(&la) {
+        Some(_) => (None, la),
+        None => (Some(copy(s, a, &la, dt)?), Layout::contiguous(&la.shape)),
     };
-    let (b_copy, lb) = match readable(lb) {
-        Some(_) => (None, lb.clone()),
-        None => (Some(copy(s, b, lb, dt)?), Layout::contiguous(&lb.shape)),
+    let (b_copy, lb) = match readable(&lb) {
+        Some(_) => (None, lb),
+        None => (Some(copy(s, b, &lb, dt)?), Layout::contiguous(&lb.shape)),
     };
     let (a, b) = (a_copy.as_ref().unwrap_or(a), b_copy.as_ref().unwrap_or(b));
     let op_a = readable(&la).expect("contiguous operands are readable");
@@ -295,6 +301,23 @@ pub(crate) fn matmul(
     }
     .map_err(blas_error)?;
     Ok(out)
+}
+
+/// `[batch.., M, K] · [K, N]` (the batch of `b` broadcast, the rows of `a`
+/// evenly spaced across its batch) as one `[batch·M, K] · [K, N]` product.
+fn fold_batch(la: &Layout, lb: &Layout) -> Option<(Layout, Layout)> {
+    let nd = la.ndim();
+    if numel(&la.shape[..nd - 2]) <= 1 || batch_stride(lb) != Some(0) {
+        return None;
+    }
+    let (rows, [st]) = collapse_dims(&la.shape[..nd - 1], [&la.strides[..nd - 1]]);
+    if rows.len() != 1 {
+        return None;
+    }
+    let a =
+        Layout { shape: vec![rows[0], la.shape[nd - 1]], strides: vec![st[0], la.strides[nd - 1]], offset: la.offset };
+    let b = Layout { shape: lb.shape[nd - 2..].to_vec(), strides: lb.strides[nd - 2..].to_vec(), offset: lb.offset };
+    Some((a, b))
 }
 
 /// The exact tiled kernel (integers wrap, bools are or-of-ands).

@@ -149,7 +149,9 @@ fn reduce_cols(
     if let Some(partial) = &partial {
         let m = outer * inner;
         let args = Args::new().arg(partial.ptr_at(0)).arg(out.ptr_at(0)).arg(split as i64).arg(m as i64);
-        launch(Family::Reduce, dt, &format!("{name}_cols_final"), (grid_for(m, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
+        // 32 columns a block, 32 threads splitting each column's partials.
+        let blocks = m.div_ceil(32).min(1 << 20) as u32;
+        launch(Family::Reduce, dt, &format!("{name}_cols_final"), (blocks, 1, 1), (32, 32, 1), s, args)?;
     }
     Ok(())
 }

@@ -16,7 +16,7 @@
 //                long long rows, int d, float eps)
 //   layer_norm_vjp(const T* x, const T* w, int w_vec, const T* g, T* dx, TC* pw, TC* pb,
 //                  long long rows, int d, float eps)
-//   norm_feature_sum(const TC* partial, int parts, int d, T* out)   one thread per feature
+//   norm_feature_sum(const TC* partial, int parts, int d, T* out)   blockDim (32, <= 32), 32 features a block
 // The `_packed` variants take the same arguments and hold each row in
 // registers (one read of x and dy): rows of 16-byte packs, d * sizeof(T) a
 // multiple of 16, 16-byte aligned x, dy, y, dx and vector w, b, and at most
@@ -137,11 +137,18 @@ extern "C" __global__ void layer_norm_vjp(const T* x, const T* w, int w_vec, con
 }
 
 extern "C" __global__ void norm_feature_sum(const TC* partial, int parts, int d, T* out) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= d) return;
+    // blockDim (32, ny): 32 features per block, ny threads splitting the parts.
+    __shared__ TC sm[32][32];
+    const int tx = threadIdx.x, ty = threadIdx.y, j = blockIdx.x * 32 + tx;
     TC s = 0;
-    for (int p = 0; p < parts; ++p) s += partial[(long long)p * d + j];
-    out[j] = fx_from_c(s);
+    if (j < d)
+        for (int p = ty; p < parts; p += blockDim.y) s += partial[(long long)p * d + j];
+    sm[ty][tx] = s;
+    __syncthreads();
+    if (ty == 0 && j < d) {
+        for (int k = 1; k < blockDim.y; ++k) s += sm[k][tx];
+        out[j] = fx_from_c(s);
+    }
 }
 
 

@@ -24,8 +24,8 @@
 //       rows [z*chunk, (z+1)*chunk), chunk = ceil(r/split), and writes
 //       partial[(z*outer + o)*inner + j].
 //   <op>_cols_final(const ACC* partial, T* out, long long split, long long m)
-//       out[j] = fold over s < split of partial[s*m + j], j < m; blockDim 256,
-//       any grid.
+//       out[j] = fold over s < split of partial[s*m + j], j < m; blockDim
+//       (32, <= 32): 32 columns a block, blockDim.y threads splitting each.
 
 #if FX_IS_HALF
 typedef float FxSumAcc;  // sums and products of f16/bf16 accumulate in f32
@@ -207,14 +207,26 @@ __device__ __forceinline__ void fx_reduce_cols(const T* x, typename R::Acc* part
 template <class R>
 __device__ __forceinline__ void fx_reduce_cols_final(const typename R::Acc* partial, T* out, long long split,
                                                      long long m) {
+    // blockDim (FX_COLS_WIDTH, ny): a block's ny threads split each column.
+    __shared__ TC sm[FX_COLS_MAX_ROWS][FX_COLS_WIDTH];
     const R op{};
-    const long long nth = fx_thread_count();
+    const int tx = threadIdx.x, ty = threadIdx.y, ny = blockDim.y;
 #pragma unroll 1
-    for (long long j = fx_thread_id(); j < m; j += nth) {
+    for (long long jb = blockIdx.x; jb * FX_COLS_WIDTH < m; jb += gridDim.x) {
+        const long long j = jb * FX_COLS_WIDTH + tx;
         TC acc = R::identity();
+        if (j < m) {
 #pragma unroll 1
-        for (long long s = 0; s < split; ++s) acc = op(acc, FxMem<typename R::Acc>::load(partial[s * m + j]));
-        out[j] = fx_from_c(acc);
+            for (long long s = ty; s < split; s += ny) acc = op(acc, FxMem<typename R::Acc>::load(partial[s * m + j]));
+        }
+        sm[ty][tx] = acc;
+        __syncthreads();
+        if (ty == 0 && j < m) {
+#pragma unroll 1
+            for (int k = 1; k < ny; ++k) acc = op(acc, sm[k][tx]);
+            out[j] = fx_from_c(acc);
+        }
+        __syncthreads();
     }
 }
 
