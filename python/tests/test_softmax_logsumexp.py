@@ -92,14 +92,16 @@ def test_special_values(dtype):
         [nan, 1.0, 2.0, 3.0, 4.0],
         [-inf, 0.0, -inf, 1.0, -inf],
         [1000.0, 1000.0, -1000.0, 0.0, 999.0],
+        [nan, inf, -inf, 1.0, 2.0],
+        [-inf, nan, -inf, -inf, -inf],
     ])
     x = fx_data(rows, dtype)
     lse = to_np(fx.logsumexp(x, axis=-1).astype(fx.float64))
     want = ref_logsumexp(rounded(rows, dtype))[:, 0]
     np.testing.assert_allclose(lse, want, rtol=TOL[dtype])
-    assert lse[1] == -inf and lse[2] == inf and np.isnan(lse[3])
+    assert lse[1] == -inf and lse[2] == inf and np.isnan(lse[3]) and np.isnan(lse[6]) and np.isnan(lse[7])
     sm = to_np(fx.softmax(x, axis=-1).astype(fx.float64))
-    assert np.isnan(sm[1]).all() and np.isnan(sm[2]).all() and np.isnan(sm[3]).all()
+    assert all(np.isnan(sm[i]).all() for i in (1, 2, 3, 6, 7))
     np.testing.assert_allclose(sm[[0, 4, 5]], ref_softmax(rounded(rows, dtype))[[0, 4, 5]], rtol=TOL[dtype],
                                atol=TOL[dtype])
 

@@ -24,13 +24,20 @@ fn unsupported(op: &'static str) -> Error {
     Error::invalid(op, "internal error: the kernel takes real float inputs")
 }
 
-/// The row's maximum (NaN ignored) and sum of `exp(x - max)`.
+/// The row's maximum (NaN ignored) and sum of `exp(x - max)`: the sum is
+/// NaN when the row holds NaN, +inf when its maximum is +inf and 0 when
+/// every value is -inf, so `max + ln(sum)` is the composed log-sum-exp.
 fn max_and_sum<T: Widen>(row: &[T]) -> (T::C, T::C) {
     let m = row.iter().fold(T::C::neg_infinity(), |m, &v| if v.widen() > m { v.widen() } else { m });
-    if m == T::C::neg_infinity() {
-        // Every value is -inf (an empty sum) or NaN.
-        let nan = row.iter().any(|v| v.widen().is_nan());
-        return (m, if nan { T::C::nan() } else { T::C::zero() });
+    if m.is_infinite() {
+        let s = if row.iter().any(|v| v.widen().is_nan()) {
+            T::C::nan()
+        } else if m > T::C::zero() {
+            T::C::infinity()
+        } else {
+            T::C::zero()
+        };
+        return (m, s);
     }
     (m, row.iter().map(|&v| (v.widen() - m).exp()).sum())
 }
@@ -47,8 +54,9 @@ fn softmax_typed<T: Widen>(x: Input, _: &[T]) -> Result<CpuBuffer> {
     if rows * d > 0 {
         y.par_chunks_mut(d).zip(xs.par_chunks(d)).with_min_len((TASK / d).max(1)).for_each(|(yr, xr)| {
             let (m, s) = max_and_sum(xr);
-            // A +inf maximum makes s NaN; an all -inf row has exp(NaN).
-            let inv = s.recip();
+            // A +inf maximum or a NaN gives NaN everywhere; so does an all
+            // -inf row (exp(-inf - -inf) is NaN), as the composed form does.
+            let inv = if m == T::C::infinity() { T::C::nan() } else { s.recip() };
             for (o, &v) in yr.iter_mut().zip(xr) {
                 *o = T::narrow((v.widen() - m).exp() * inv);
             }
@@ -71,7 +79,7 @@ fn logsumexp_typed<T: Widen>(x: Input, _: &[T]) -> Result<CpuBuffer> {
     } else {
         out.par_iter_mut().zip(xs.par_chunks(d)).with_min_len((TASK / d).max(1)).for_each(|(o, xr)| {
             let (m, s) = max_and_sum(xr);
-            *o = T::narrow(if m == T::C::infinity() { m } else { m + s.ln() });
+            *o = T::narrow(m + s.ln());
         });
     }
     Ok(T::into_buffer(out))

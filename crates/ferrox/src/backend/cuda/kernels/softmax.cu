@@ -8,32 +8,40 @@
 // the block merges the pairs. softmax reads the row a second time.
 //   softmax(const T* x, T* y, long long rows, long long d)
 //   logsumexp(const T* x, T* out, long long rows, long long d)
-// NaN inputs give NaN; a row holding +inf gives NaN softmax and +inf
-// log-sum-exp; an all -inf row gives NaN softmax and -inf log-sum-exp.
+// A row holding NaN gives NaN; one holding +inf (and no NaN) gives NaN
+// softmax and +inf log-sum-exp; an all -inf row gives NaN softmax and -inf
+// log-sum-exp.
 
 #if FX_IS_FLOAT
+
+// The pair (m, s) is the running maximum of the non-NaN values and the sum
+// of exp(x - m); s is NaN once a NaN was seen (sticky) and +inf once +inf
+// was seen, so the log-sum-exp m + log(s) is NaN, +inf or -inf as the
+// composed definition gives.
 
 // Merges the pair (m2, s2) into the running pair (m, s).
 __device__ __forceinline__ void fx_lse_merge(TC& m, TC& s, TC m2, TC s2) {
     const TC mn = fmax(m, m2);
-    if (mn == -(TC)fx_inf_f32()) {
-        s += s2;  // both empty (0) or NaN
-        return;
+    if (s != s || s2 != s2) {
+        s = s + s2;  // NaN
+    } else if (mn == (TC)fx_inf_f32()) {
+        s = (TC)fx_inf_f32();
+    } else if (mn != -(TC)fx_inf_f32()) {
+        s = s * fx_exp(m - mn) + s2 * fx_exp(m2 - mn);
     }
-    s = s * fx_exp(m - mn) + s2 * fx_exp(m2 - mn);
     m = mn;
 }
 
 // Folds four more values into the pair: one rescale, four exponentials.
 __device__ __forceinline__ void fx_lse_add4(TC& m, TC& s, TC a, TC b, TC c, TC e) {
-    const TC cm = fmax(fmax(a, b), fmax(c, e));
-    const TC mn = fmax(m, cm);
-    if (mn == -(TC)fx_inf_f32()) {
-        // Every value is -inf (adds nothing) or NaN (makes s NaN).
-        if (a != a || b != b || c != c || e != e) s = a + b + c + e;
-        return;
+    const TC mn = fmax(m, fmax(fmax(a, b), fmax(c, e)));
+    if (a != a || b != b || c != c || e != e || s != s) {
+        s = a + b + c + e + s;  // NaN
+    } else if (mn == (TC)fx_inf_f32()) {
+        s = (TC)fx_inf_f32();
+    } else if (mn != -(TC)fx_inf_f32()) {
+        s = s * fx_exp(m - mn) + fx_exp(a - mn) + fx_exp(b - mn) + fx_exp(c - mn) + fx_exp(e - mn);
     }
-    s = s * fx_exp(m - mn) + fx_exp(a - mn) + fx_exp(b - mn) + fx_exp(c - mn) + fx_exp(e - mn);
     m = mn;
 }
 
@@ -79,8 +87,9 @@ extern "C" __global__ void softmax(const T* x, T* y, long long rows, long long d
         T* yr = y + r * d;
         TC m, s;
         fx_row_lse(xr, d, m, s);
-        // A +inf maximum makes s NaN; an all -inf row has s == 0 (1/0 * 0 = NaN).
-        const TC inv = (TC)1 / s;
+        // A +inf maximum or a NaN gives NaN everywhere; so does an all -inf
+        // row (exp(-inf - -inf) is NaN), as in the composed definition.
+        const TC inv = m == (TC)fx_inf_f32() ? s - s : (TC)1 / s;
         for (long long j = threadIdx.x; j < d; j += blockDim.x) yr[j] = fx_from_c(fx_exp(fx_to_c(xr[j]) - m) * inv);
     }
 }
@@ -89,7 +98,7 @@ extern "C" __global__ void logsumexp(const T* x, T* out, long long rows, long lo
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         TC m, s;
         fx_row_lse(x + r * d, d, m, s);
-        if (threadIdx.x == 0) out[r] = fx_from_c(m == (TC)fx_inf_f32() ? m : m + fx_log(s));
+        if (threadIdx.x == 0) out[r] = fx_from_c(m + fx_log(s));
     }
 }
 
