@@ -6,12 +6,14 @@ Issue "convolutions and fast ops" targets (one H200, bf16):
   * attention forward+backward (batch 8, 16 heads, seq 4096, head dim 128,
     causal) within 1.25x of torch's scaled_dot_product_attention (its
     FlashAttention backend);
-  * decode attention (1 query, 32k keys) at >= 70% of bandwidth.
+  * decode attention (1 query, 32k keys) at >= 70% of bandwidth;
+  * conv2d over ResNet-50's layer shapes (batch 64, forward+backward) within
+    1.2x of PyTorch (cuDNN, channels-last).
 
 Times are medians of --repeats runs of "enqueue, then wait for the GPU".
 Ratios are ferrox time / PyTorch time (lower is better).
 
-    python benches/fast_ops.py [--repeats 10] [--only norm,attention,decode]
+    python benches/fast_ops.py [--repeats 10] [--only norm,attention,decode,conv]
 """
 
 import argparse
@@ -124,10 +126,56 @@ def bench_decode(repeats, rng, b=1, h=32, s=32768, d=128):
     row(f"decode attention (1 query, {s} keys, {h} heads)", t_fx, t_t, f"{nbytes / t_fx / 1e12:.2f} TB/s vs {nbytes / t_t / 1e12:.2f}")
 
 
+# ResNet-50's distinct convolutions: (name, H=W of the input, C_in, C_out,
+# kernel, stride); padding keeps "same" sizes (kernel // 2).
+RESNET50_CONVS = [
+    ("stem 7x7/2 3->64 @224", 224, 3, 64, 7, 2),
+    ("1x1 64->64 @56", 56, 64, 64, 1, 1),
+    ("3x3 64->64 @56", 56, 64, 64, 3, 1),
+    ("1x1 64->256 @56", 56, 64, 256, 1, 1),
+    ("1x1 256->64 @56", 56, 256, 64, 1, 1),
+    ("3x3/2 128->128 @56", 56, 128, 128, 3, 2),
+    ("3x3 128->128 @28", 28, 128, 128, 3, 1),
+    ("1x1 512->128 @28", 28, 512, 128, 1, 1),
+    ("3x3 256->256 @14", 14, 256, 256, 3, 1),
+    ("1x1 1024->256 @14", 14, 1024, 256, 1, 1),
+    ("3x3 512->512 @7", 7, 512, 512, 3, 1),
+    ("1x1 512->2048 @7", 7, 512, 2048, 1, 1),
+]
+
+
+def bench_conv(repeats, rng, batch=64):
+    """Forward+backward (input and weight gradients) of each ResNet-50 shape."""
+    total_fx = total_t = 0.0
+    for name, hw, cin, cout, k, stride in RESNET50_CONVS:
+        pad = k // 2
+        ho = (hw + 2 * pad - k) // stride + 1
+        x_fx, x_t = bf16_pair((batch, hw, hw, cin), rng)
+        w_fx, w_t = bf16_pair((cout, k, k, cin), rng, scale=(k * k * cin) ** -0.5)
+        g_fx, g_t = bf16_pair((batch, ho, ho, cout), rng)
+        # torch: NCHW views of channels-last memory, so cuDNN runs NHWC kernels.
+        x_t = x_t.permute(0, 3, 1, 2).requires_grad_(True)
+        w_t = w_t.permute(0, 3, 1, 2).requires_grad_(True)
+        g_t = g_t.permute(0, 3, 1, 2)
+        f = lambda x, w: fx.conv2d(x, w, stride=stride, padding=pad)  # noqa: E731, B023
+        t_fx = median_time(lambda: fx.eval(fx.vjp(f, [x_fx, w_fx], [g_fx])[1]), fx_sync, repeats)  # noqa: B023
+
+        def torch_step():
+            y = F.conv2d(x_t, w_t, stride=stride, padding=pad)  # noqa: B023
+            torch.autograd.grad(y, [x_t, w_t], g_t)  # noqa: B023
+
+        t_t = median_time(torch_step, torch_sync, repeats)
+        flops = 3 * 2 * batch * ho * ho * cout * k * k * cin
+        row(f"conv2d fwd+bwd {name}", t_fx, t_t, f"{flops / t_fx / 1e12:.0f} TFLOP/s vs {flops / t_t / 1e12:.0f}")
+        total_fx += t_fx
+        total_t += t_t
+    row("conv2d fwd+bwd, all shapes above", total_fx, total_t)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--only", default="norm,attention,decode")
+    p.add_argument("--only", default="norm,attention,decode,conv")
     a = p.parse_args()
     assert fx.cuda.is_available(), "needs a GPU"
     fx.set_default_device(fx.gpu)
@@ -140,6 +188,8 @@ def main():
         bench_attention(a.repeats, rng)
     if "decode" in only:
         bench_decode(a.repeats, rng)
+    if "conv" in only:
+        bench_conv(a.repeats, rng)
 
 
 if __name__ == "__main__":

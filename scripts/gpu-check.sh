@@ -8,6 +8,10 @@
 # Then on the GPU machine, from the repository root:
 #   bash scripts/gpu-check.sh [path/to/ferrox-*.whl]
 #
+# Convolutions use cuDNN when libcudnn.so is on the library path (the H200
+# machine has it in /usr/lib/x86_64-linux-gnu); FERROX_CUDNN=0 runs them on
+# ferrox's own kernels instead.
+#
 # Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
 # arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS

@@ -138,6 +138,20 @@ def test_matmul_larger(dtype, m, k, n, rng):
     check_matmul(b.T, to_fx(b, dtype).T, dtype, a.T, to_fx(a, dtype).T, dtype)
 
 
+@pytest.mark.parametrize("m,k,n", [(264, 257, 520), (257, 264, 256), (256, 256, 263), (259, 261, 263)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_matmul_misaligned_half(dtype, m, k, n, rng):
+    """Half-precision products of at least 256 in every dimension with one
+    that is not a multiple of 8 (the GPU pads them; row- and column-major
+    operands, and a batch folded into the rows)."""
+    a = rand(rng, (m, k), dtype)
+    b = rand(rng, (k, n), dtype)
+    check_matmul(a, to_fx(a, dtype), dtype, b, to_fx(b, dtype), dtype)
+    check_matmul(b.T, to_fx(b, dtype).T, dtype, a.T, to_fx(a, dtype).T, dtype)
+    a3 = rand(rng, (2, m, k), dtype)
+    check_matmul(a3, to_fx(a3, dtype), dtype, b, to_fx(b, dtype), dtype)
+
+
 def test_matmul_integer_exact():
     a = fx.array([[1, 2], [3, 4]])
     b = fx.array([[5, 6], [7, 8]])

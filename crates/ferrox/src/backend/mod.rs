@@ -9,10 +9,14 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod custom_kernel;
 pub mod dispatcher;
 mod fast_op;
 mod update_rule;
 
+pub use custom_kernel::{
+    expanded_source, launch_shape, KernelCode, KernelLaunch, ScalarArg, ShapeInfo, MAX_NDIM, PRELUDE_INCLUDE,
+};
 pub use fast_op::{AttentionMask, AttentionParams, FastOp, RopeParams};
 pub use update_rule::UpdateRule;
 
@@ -599,4 +603,27 @@ pub trait Backend: Send + Sync {
     /// and outputs): normalizations, rotary embeddings, attention and their
     /// derivatives.
     fn fast(&self, op: &FastOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>>;
+
+    /// Runs a user's kernel ([`KernelLaunch`]) on `inputs` (any layout:
+    /// the kernel gets each one's first element and, as asked, its shape
+    /// and strides) and returns one new row-contiguous output per
+    /// `(dtype, element count)` of `outputs`. Only the GPU runs them.
+    fn custom_kernel(
+        &self,
+        kernel: &KernelLaunch,
+        inputs: &[(&Storage, &Layout)],
+        outputs: &[(Dtype, usize)],
+    ) -> Result<Vec<Storage>> {
+        let _ = (kernel, inputs, outputs);
+        Err(crate::error::Error::Device { op: "custom_kernel", msg: "Custom kernels only run on the GPU.".into() })
+    }
+
+    /// A convolution ([`ConvParams`]): `x` is `(N, in..., C_in)` and `w`
+    /// `(C_out, k..., C_in / groups)`, both of one real float dtype
+    /// (float16 and bfloat16 compute in float32) under any layouts; the
+    /// output `(N, out..., C_out)` has their dtype.
+    fn conv(&self, params: &ConvParams, x: &Storage, lx: &Layout, w: &Storage, lw: &Layout) -> Result<Storage>;
 }
+
+mod conv_params;
+pub use conv_params::{dilated, ConvParams};

@@ -2,19 +2,18 @@
 //! asymmetric padding, kernel and input dilation, groups, flip), `conv1d`,
 //! `conv2d`, `conv3d`, their transposes and `convolve`.
 //!
-//! A convolution is built from graph ops: the input is dilated and padded,
-//! its windows are viewed with one `as_strided` (im2col without a copy
-//! until the product needs one), and each group's windows are multiplied
-//! with its filters in one batched matmul. It therefore runs on every
-//! backend, and its derivatives and batching rules come from those ops.
+//! Every builder checks its arguments as MLX does, promotes the operands to
+//! one dtype and adds one [`Convolution`] node (the backends' `conv`
+//! kernels; its derivatives and batching rules are convolutions again).
 
 use super::elementwise::astype;
-use super::linalg::matmul;
-use super::rearrange::{as_strided, contiguous, flip, pad, slice_axis, PadMode};
-use super::shaping::{reshape, transpose};
+use super::rearrange::slice_axis;
+use super::shaping::reshape;
 use crate::array::Array;
+use crate::backend::{dilated, ConvParams};
 use crate::dtype::Dtype;
 use crate::error::{fmt_shape, Error, Result};
+use crate::primitives::{Convolution, Primitive};
 
 const OP: &str = "conv";
 
@@ -186,7 +185,6 @@ pub fn conv_general(input: &Array, weight: &Array, options: &ConvOptions) -> Res
         lo[i] = lo[i].max(0);
         hi[i] = hi[i].max(0);
     }
-    let mut out_sizes = Vec::with_capacity(dims);
     for i in 0..dims {
         if kd[i] <= 0 {
             return Err(Error::invalid(
@@ -206,9 +204,8 @@ pub fn conv_general(input: &Array, weight: &Array, options: &ConvOptions) -> Res
                 format!("Stride sizes must be positive. Got strides {}.", fmt_list(&stride)),
             ));
         }
-        let dilate = |n: i64, d: i64| if n == 0 { 0 } else { 1 + d * (n - 1) };
-        let k = dilate(w.shape()[i + 1] as i64, kd[i]);
-        let n = dilate(x.shape()[i + 1] as i64, id[i]);
+        let k = dilated(w.shape()[i + 1], kd[i]);
+        let n = dilated(x.shape()[i + 1], id[i]);
         let span = n + lo[i] + hi[i] - k;
         if span < 0 {
             return Err(Error::invalid(
@@ -223,106 +220,27 @@ pub fn conv_general(input: &Array, weight: &Array, options: &ConvOptions) -> Res
                 ),
             ));
         }
-        out_sizes.push((span / stride[i] + 1) as usize);
     }
-    // Input dilation: id - 1 zeros between neighbours along each axis.
-    for (i, &d) in id.iter().enumerate().take(dims) {
-        if d > 1 && x.shape()[i + 1] > 0 {
-            x = dilate_axis(&x, i + 1, d as usize)?;
-        }
-    }
-    if lo.iter().chain(&hi).any(|&p| p > 0) {
-        let mut widths = vec![(0, 0); nd];
-        for i in 0..dims {
-            widths[i + 1] = (lo[i], hi[i]);
-        }
-        x = pad(&x, &widths, PadMode::Constant, &Array::scalar_of(crate::Scalar::Float(0.0), dtype))?;
-    }
-    let w = if options.flip {
-        let axes: Vec<isize> = (1..=dims as isize).collect();
-        flip(&w, Some(&axes))?
-    } else {
-        w
+    let params = ConvParams {
+        stride,
+        padding_lo: lo,
+        padding_hi: hi,
+        kernel_dilation: kd,
+        input_dilation: id,
+        groups: options.groups as usize,
+        flip: options.flip,
     };
-    windows_times_filters(&x, &w, &out_sizes, &stride, &kd, options.groups as usize)
+    conv_with_params(&x, &w, &params)
 }
 
-/// `x` with `d - 1` zeros inserted between neighbours along axis `ax`.
-fn dilate_axis(x: &Array, ax: usize, d: usize) -> Result<Array> {
-    let n = x.shape()[ax];
-    let mut spread: Vec<isize> = x.shape().iter().map(|&s| s as isize).collect();
-    spread.insert(ax + 1, 1);
-    let mut widths = vec![(0, 0); spread.len()];
-    widths[ax + 1] = (0, d as i64 - 1);
-    let zero = Array::scalar_of(crate::Scalar::Float(0.0), x.dtype());
-    let padded = pad(&reshape(x, &spread)?, &widths, PadMode::Constant, &zero)?;
-    let mut merged: Vec<isize> = x.shape().iter().map(|&s| s as isize).collect();
-    merged[ax] = (n * d) as isize;
-    slice_axis(&reshape(&padded, &merged)?, ax, 0, (n - 1) * d + 1, 1)
-}
-
-/// The cross-correlation of the (dilated, padded) input `x` with filters `w`:
-/// every output position's window, viewed in place, times each group's
-/// filters.
-fn windows_times_filters(
-    x: &Array,
-    w: &Array,
-    out_sizes: &[usize],
-    stride: &[i64],
-    kernel_dilation: &[i64],
-    groups: usize,
-) -> Result<Array> {
-    let dims = out_sizes.len();
-    let x = contiguous(x, false)?;
-    let n = x.shape()[0];
-    let c_in = x.shape()[dims + 1];
-    let c_out = w.shape()[0];
-    let kernel: Vec<usize> = w.shape()[1..=dims].to_vec();
-    // Row-major strides of x, in elements.
-    let mut x_strides = vec![1isize; x.ndim()];
-    for ax in (0..x.ndim() - 1).rev() {
-        x_strides[ax] = x_strides[ax + 1] * x.shape()[ax + 1] as isize;
-    }
-    // Windows: (N, out..., kernel..., C_in).
-    let mut shape = vec![n];
-    let mut strides = vec![x_strides[0]];
-    for i in 0..dims {
-        shape.push(out_sizes[i]);
-        strides.push(x_strides[i + 1] * stride[i] as isize);
-    }
-    for i in 0..dims {
-        shape.push(kernel[i]);
-        strides.push(x_strides[i + 1] * kernel_dilation[i] as isize);
-    }
-    shape.push(c_in);
-    strides.push(1);
-    let positions: usize = out_sizes.iter().product::<usize>() * n;
-    let taps: usize = kernel.iter().product();
-    let windows = if x.size() == 0 || positions == 0 {
-        super::creation::zeros(&shape, x.dtype())?
-    } else {
-        as_strided(&x, Some(&shape), Some(&strides), 0)?
-    };
-    let cg = c_in / groups;
-    let og = c_out / groups;
-    let mut out_shape: Vec<isize> = std::iter::once(n as isize).chain(out_sizes.iter().map(|&s| s as isize)).collect();
-    out_shape.push(c_out as isize);
-    let y = if groups == 1 {
-        let cols = reshape(&windows, &[positions as isize, (taps * c_in) as isize])?;
-        let filters = reshape(w, &[c_out as isize, (taps * c_in) as isize])?;
-        matmul(&cols, &transpose(&filters, None)?)?
-    } else {
-        // (P, taps, G, Cg) -> (G, P, taps * Cg) times (G, taps * Cg, Og).
-        let cols = reshape(&windows, &[positions as isize, taps as isize, groups as isize, cg as isize])?;
-        let cols = reshape(
-            &transpose(&cols, Some(&[2, 0, 1, 3]))?,
-            &[groups as isize, positions as isize, (taps * cg) as isize],
-        )?;
-        let filters = reshape(w, &[groups as isize, og as isize, (taps * cg) as isize])?;
-        let y = matmul(&cols, &transpose(&filters, Some(&[0, 2, 1]))?)?;
-        transpose(&y, Some(&[1, 0, 2]))?
-    };
-    reshape(&y, &out_shape)
+/// One convolution node with explicit parameters (negative padding crops
+/// the dilated input; groups work for every rank), without MLX's argument
+/// rules: the operands must already share a real float dtype. The
+/// derivatives and batching rules of convolutions are built with it.
+pub fn conv_with_params(input: &Array, weight: &Array, params: &ConvParams) -> Result<Array> {
+    let p = Convolution(params.clone());
+    let spec = p.output_specs(&[input.clone(), weight.clone()])?.remove(0);
+    Array::from_primitive(spec.shape, spec.dtype, p, vec![input.clone(), weight.clone()])
 }
 
 /// Options of the `convNd` shorthands: one stride, padding and dilation per
@@ -431,21 +349,14 @@ pub fn convolve(a: &Array, v: &Array, mode: &str) -> Result<Array> {
     }
     let (signal, filter) = if a.size() < v.size() { (v, a) } else { (a, v) };
     let k = filter.size() as i64;
-    let filter = flip(filter, None)?;
-    let mut x = reshape(signal, &[1, -1, 1])?;
-    let w = reshape(&filter, &[1, -1, 1])?;
-    let padding = match mode {
-        "full" => k - 1,
-        "valid" => 0,
-        "same" if k % 2 == 1 => k / 2,
-        "same" => {
-            let lo = k / 2;
-            let hi = (lo - 1).max(0);
-            let zero = Array::scalar_of(crate::Scalar::Float(0.0), x.dtype());
-            x = pad(&x, &[(0, 0), (lo, hi), (0, 0)], PadMode::Constant, &zero)?;
-            0
-        }
+    let (lo, hi) = match mode {
+        "full" => (k - 1, k - 1),
+        "valid" => (0, 0),
+        "same" => (k / 2, (k - 1) / 2),
         _ => return Err(Error::invalid(op, "Invalid mode.")),
     };
-    reshape(&conv1d(&x, &w, 1, padding, 1, 1)?, &[-1])
+    let options = ConvOptions { padding_lo: vec![lo], padding_hi: vec![hi], flip: true, ..ConvOptions::default() };
+    let x = reshape(signal, &[1, -1, 1])?;
+    let w = reshape(filter, &[1, -1, 1])?;
+    reshape(&conv_nd(&x, &w, 1, &options)?, &[-1])
 }

@@ -6,6 +6,7 @@
 mod contraction;
 mod convolution;
 mod creation;
+pub mod custom_kernel;
 mod einsum;
 mod elementwise;
 pub mod fast;

@@ -107,6 +107,7 @@ serializable_primitives!(
     StopGradient,
     AsStrided,
     Depends,
+    Convolution,
 );
 
 /// Implements [`PrimitiveIdentity`] for a primitive that holds live state:

@@ -9,6 +9,7 @@
 
 mod concatenate;
 mod creation;
+mod custom_kernel;
 mod elementwise;
 mod fast;
 mod gather;
@@ -25,6 +26,7 @@ mod views;
 
 pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
+pub use custom_kernel::CustomKernel;
 pub use elementwise::{AsType, Binary, Select, Unary};
 pub use fast::{Attention, AttentionVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope};
 pub use gather::{Gather, Scatter};
@@ -200,3 +202,6 @@ pub(crate) fn fresh(storage: Storage, shape: &[usize]) -> Vec<ArrayData> {
 pub fn view(input: &ArrayData, layout: Layout) -> Vec<ArrayData> {
     vec![ArrayData { storage: input.storage.clone(), layout }]
 }
+
+mod convolution;
+pub use convolution::Convolution;

@@ -263,6 +263,10 @@ impl Backend for CpuBackend {
         let inputs: Vec<fast::Input> = inputs.iter().map(|(s, l)| (host(s), *l)).collect();
         fast::fast(op, &inputs)?.into_iter().map(wrap).collect()
     }
+
+    fn conv(&self, params: &super::ConvParams, x: &Storage, lx: &Layout, w: &Storage, lw: &Layout) -> Result<Storage> {
+        wrap(conv::conv(params, host(x), lx, host(w), lw)?)
+    }
 }
 
 /// The dtype a host buffer holds.
@@ -272,3 +276,5 @@ pub fn buffer_dtype(x: &CpuBuffer) -> Dtype {
     }
     crate::with_buffer!(x, v => of(&v[..]))
 }
+
+mod conv;

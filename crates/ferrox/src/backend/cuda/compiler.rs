@@ -50,11 +50,18 @@ fn cache_dir() -> Option<PathBuf> {
 /// Compiles `source` (module `name`) to a cubin for `arch` (e.g. "sm_90"),
 /// without touching the cache. Errors carry NVRTC's log.
 pub fn compile(name: &str, source: &str, arch: &str) -> Result<Vec<u8>, String> {
+    compile_with_options(name, source, arch, &[])
+}
+
+/// [`compile`] with more NVRTC options (user kernels add
+/// `--device-as-default-execution-space`, as MLX compiles them).
+pub fn compile_with_options(name: &str, source: &str, arch: &str, extra: &[&str]) -> Result<Vec<u8>, String> {
     nvrtc_version()?;
     let src = CString::new(source).map_err(|_| format!("kernel module {name} contains a NUL byte"))?;
     let cname = CString::new(name).map_err(|_| format!("kernel module name {name:?} contains a NUL byte"))?;
     let prog = result::create_program(&src, Some(&cname)).map_err(|e| format!("nvrtcCreateProgram({name}): {e:?}"))?;
-    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    let mut options = vec![format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    options.extend(extra.iter().map(|o| o.to_string()));
     // SAFETY: `prog` is a live program until destroyed below.
     let outcome = unsafe {
         match result::compile_program(prog, &options) {

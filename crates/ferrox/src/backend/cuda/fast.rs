@@ -138,7 +138,7 @@ const NORM_PACKS_PER_THREAD: usize = 4;
 fn packed_norm(kernel: &str, dtype: Dtype, d: usize, ptrs: &[u64]) -> Option<(String, u32)> {
     let per_pack = 16 / dtype.size();
     let packs = d / per_pack;
-    let fits = d % per_pack == 0 && packs <= 1024 * NORM_PACKS_PER_THREAD && packs > 0;
+    let fits = d.is_multiple_of(per_pack) && packs <= 1024 * NORM_PACKS_PER_THREAD && packs > 0;
     if !fits || ptrs.iter().any(|p| p % 16 != 0) {
         return None;
     }

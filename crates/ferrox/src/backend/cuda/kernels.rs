@@ -71,11 +71,13 @@ pub enum Family {
     Attention,
     /// Softmax and log-sum-exp over the last axis.
     Softmax,
+    /// The copies around a convolution's matrix product (im2col, regrouping).
+    Conv,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 16] = [
+    pub const ALL: [Family; 17] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -92,6 +94,7 @@ impl Family {
         Family::Rope,
         Family::Attention,
         Family::Softmax,
+        Family::Conv,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -113,6 +116,7 @@ impl Family {
             Family::Rope => "rope",
             Family::Attention => "attention",
             Family::Softmax => "softmax",
+            Family::Conv => "conv",
         }
     }
 
@@ -134,6 +138,7 @@ impl Family {
             Family::Rope => include_str!("kernels/rope.cu"),
             Family::Attention => include_str!("kernels/attention.cu"),
             Family::Softmax => include_str!("kernels/softmax.cu"),
+            Family::Conv => include_str!("kernels/conv.cu"),
         }
     }
 }
@@ -259,6 +264,7 @@ impl Module {
             Module::Family(f @ (Family::Norm | Family::Rope | Family::Attention | Family::Softmax), d) => {
                 super::fast::kernel_names(f, d)
             }
+            Module::Family(Family::Conv, d) => super::conv::kernel_names(d),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

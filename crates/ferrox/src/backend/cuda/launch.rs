@@ -7,7 +7,7 @@ use super::stream::GpuStream;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::shape::collapse_dims;
-use cudarc::driver::result;
+use cudarc::driver::{result, sys};
 use std::any::Any;
 use std::ffi::c_void;
 
@@ -110,12 +110,29 @@ pub(crate) fn launch_in(
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
     stream: &GpuStream,
-    mut args: Args,
+    args: Args,
 ) -> Result<()> {
     let f = function(module, name)?;
     // SAFETY: the argument list matches the kernel's signature (each caller
-    // mirrors the ABI documented in the kernel file) and the buffers the
-    // pointers name stay alive until the stream has run the kernel (they are
-    // freed into a cache reused only in stream order).
-    unsafe { result::launch_kernel(f, grid, block, 0, stream.raw, &mut args.ptrs) }.map_err(driver_error("launch"))
+    // mirrors the ABI documented in the kernel file).
+    unsafe { launch_function(f, grid, block, 0, stream, args) }
+}
+
+/// Launches kernel `f` with `shared_mem` bytes of dynamic shared memory.
+///
+/// # Safety
+/// `args` must match the kernel's signature; the buffers the pointers name
+/// stay alive until the stream has run the kernel (they are freed into a
+/// cache reused only in stream order).
+pub(crate) unsafe fn launch_function(
+    f: sys::CUfunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared_mem: u32,
+    stream: &GpuStream,
+    mut args: Args,
+) -> Result<()> {
+    // SAFETY: as the caller promises.
+    unsafe { result::launch_kernel(f, grid, block, shared_mem, stream.raw, &mut args.ptrs) }
+        .map_err(driver_error("launch"))
 }

@@ -9,7 +9,10 @@
 
 mod allocator;
 pub mod compiler;
+mod conv;
 mod creation;
+mod cudnn;
+pub mod custom_kernel;
 mod device;
 mod elementwise;
 mod fast;
@@ -406,5 +409,19 @@ impl Backend for CudaBackend {
     fn fast(&self, op: &super::FastOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>> {
         let inputs = inputs.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
         fast::fast(&self.stream, op, &inputs)?.into_iter().map(wrap).collect()
+    }
+
+    fn custom_kernel(
+        &self,
+        kernel: &super::KernelLaunch,
+        inputs: &[(&Storage, &Layout)],
+        outputs: &[(Dtype, usize)],
+    ) -> Result<Vec<Storage>> {
+        let inputs = inputs.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<Vec<_>>>()?;
+        custom_kernel::run(&self.stream, kernel, &inputs, outputs)?.into_iter().map(wrap).collect()
+    }
+
+    fn conv(&self, params: &super::ConvParams, x: &Storage, lx: &Layout, w: &Storage, lw: &Layout) -> Result<Storage> {
+        wrap(conv::conv(&self.stream, params, self.input(x)?, lx, self.input(w)?, lw)?)
     }
 }

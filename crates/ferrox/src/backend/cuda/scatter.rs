@@ -11,7 +11,13 @@ use std::sync::Arc;
 
 /// Copies the elements of `src` (read through `ls`) into `dst` at the
 /// positions `window` selects (same shape).
-fn copy_into(s: &Arc<GpuStream>, src: &CudaStorage, ls: &Layout, dst: &CudaStorage, window: &Layout) -> Result<()> {
+pub(crate) fn copy_into(
+    s: &Arc<GpuStream>,
+    src: &CudaStorage,
+    ls: &Layout,
+    dst: &CudaStorage,
+    window: &Layout,
+) -> Result<()> {
     let n = window.size();
     if n == 0 {
         return Ok(());
