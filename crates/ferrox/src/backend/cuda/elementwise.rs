@@ -223,7 +223,7 @@ pub(crate) fn copy(s: &Arc<GpuStream>, x: &CudaStorage, l: &Layout, dtype: Dtype
             .map_err(super::device::driver_error("copy"))?;
         return Ok(out);
     }
-    if src == dtype && try_transpose(s, x, l, &out)? {
+    if src == dtype && (try_transpose(s, x, l, &out)? || try_word_copy(s, x, l, &out)?) {
         return Ok(out);
     }
     let args = Args::new().arg(x.ptr_at(l.offset)).arg(out.ptr_at(0)).arg(n as i64);
@@ -248,6 +248,38 @@ pub(crate) fn bitcast(s: &Arc<GpuStream>, x: &CudaStorage, l: &Layout, dtype: Dt
         return copy(s, &bytes, &Layout::contiguous(&[n]), Dtype::Bool);
     }
     Ok(dense.reinterpret(dtype))
+}
+
+/// A same-dtype copy whose innermost dimension is contiguous and made of
+/// whole, aligned 8-byte words (heads of attention moved between
+/// `(B, L, H, D)` and `(B, H, L, D)`, say) moves words: one index
+/// computation per 8 bytes instead of per element. `false` when the layout
+/// does not allow it.
+fn try_word_copy(s: &Arc<GpuStream>, x: &CudaStorage, l: &Layout, out: &CudaStorage) -> Result<bool> {
+    const WORD: usize = 8;
+    let size = x.dtype().size();
+    if size >= WORD {
+        return Ok(false);
+    }
+    let per = (WORD / size) as isize;
+    let (shape, [st]) = collapse_dims(&l.shape, [&l.strides]);
+    let last = shape.len() - 1;
+    let src = x.ptr_at(l.offset);
+    let aligned = st[last] == 1
+        && shape[last] as isize % per == 0
+        && st[..last].iter().all(|&s| s % per == 0)
+        && src.is_multiple_of(WORD as u64);
+    if !aligned {
+        return Ok(false);
+    }
+    let mut words = shape.clone();
+    words[last] /= per as usize;
+    let strides: Vec<isize> = st.iter().enumerate().map(|(i, &s)| if i == last { 1 } else { s / per }).collect();
+    let n = l.size() / per as usize;
+    let layout = Strided::new("copy", &words, [&strides])?;
+    let args = Args::new().arg(src).arg(out.ptr_at(0)).arg(n as i64).arg(layout);
+    launch(Family::Copy, Dtype::U64, "to_u64_strided", grid1(n, 1)?, (BLOCK, 1, 1), s, args)?;
+    Ok(true)
 }
 
 /// Copies with the tiled transpose kernel when the layout is a (batched)
