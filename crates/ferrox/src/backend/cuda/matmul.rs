@@ -212,13 +212,12 @@ pub(crate) fn matmul(
         // Sums over nothing.
         return fill(s, FillValue::default(), dt, batch * m * n);
     }
-    let out = CudaStorage::alloc(dt, batch * m * n, s)?;
     if batch * m * n == 0 {
-        return Ok(out);
+        return CudaStorage::alloc(dt, 0, s);
     }
     match dt {
         Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64 | Dtype::C64 => {}
-        _ => return exact(s, a, la, b, lb, out),
+        _ => return exact(s, a, la, b, lb, CudaStorage::alloc(dt, batch * m * n, s)?),
     }
     // One large product beats a batch of products sharing `b`.
     let (la, lb, m, batch) = match fold_batch(la, lb) {
@@ -226,9 +225,9 @@ pub(crate) fn matmul(
         None => (la.clone(), lb.clone(), m, batch),
     };
     if batch == 1 && needs_padding(dt, m, k, n) {
-        drop(out);
         return padded_product(s, a, &la, b, &lb);
     }
+    let out = CudaStorage::alloc(dt, batch * m * n, s)?;
     // Operands cuBLASLt cannot read in place are made contiguous first.
     let readable = |l: &Layout| {
         let nd = l.ndim();
