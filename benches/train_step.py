@@ -15,7 +15,7 @@ device synchronization; memory is the device's peak during the steps):
                      like-for-like row for "torch eager bf16")
 Ratios are ferrox / torch eager (autocast), the target's reference.
 
-    python benches/train_step.py [--repeats 10] [--batch 8] [--layers 12] [--no-compile]
+    python benches/train_step.py [--repeats 10] [--batch 8] [--layers 12] [--no-compile] [--ferrox-compile]
 """
 
 import argparse
@@ -146,6 +146,18 @@ def ferrox_row(args, data):
     backward = time_steps(lambda: fx.eval(loss_and_grad(model, inputs, targets)), fx.synchronize, 1, args.repeats)
     rows["  ferrox forward"] = (forward, float("nan"))
     rows["  ferrox fwd+bwd"] = (backward, float("nan"))
+    if args.ferrox_compile:
+        # The whole step (model and optimizer) through fx.compile, as in MLX's docs.
+        state = [model.state, opt.state]
+
+        def traced_step():
+            loss, grads = loss_and_grad(model, inputs, targets)
+            opt.update(model, grads)
+            return loss
+
+        compiled = fx.compile(traced_step, inputs=state, outputs=state)
+        t = time_steps(lambda: fx.eval(compiled(), state), fx.synchronize, args.warmup, args.repeats)
+        rows["ferrox compiled"] = (t, float("nan"))
     return rows
 
 
@@ -160,6 +172,7 @@ def main():
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--vocab", type=int, default=50257)
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile row")
+    p.add_argument("--ferrox-compile", action="store_true", help="add the row of the step through fx.compile")
     args = p.parse_args()
 
     rng = np.random.default_rng(0)

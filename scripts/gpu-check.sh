@@ -17,7 +17,8 @@
 # arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS
 # to benches/io.py (e.g. "--gb 1"), FAST_BENCH_ARGS to benches/fast_ops.py
 # (e.g. "--only norm"), TRAIN_BENCH_ARGS to benches/train_step.py
-# (e.g. "--no-compile"). Wheels in target/wheels/deps/ are
+# (e.g. "--no-compile --ferrox-compile"), COMPILE_BENCH_ARGS to benches/compile.py
+# (e.g. "--only gelu"). Wheels in target/wheels/deps/ are
 # installed beside ferrox: the file-format tests need the gguf package and
 # the MLX comparisons need MLX, and a machine without network gets them that
 # way (pip download --no-deps -d target/wheels/deps gguf, and for MLX
@@ -63,9 +64,10 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     python3 benches/gpu_random_floor.py 2>&1 | tee "$OUT/random_floor.log"
     python3 benches/fast_ops.py ${FAST_BENCH_ARGS:-} 2>&1 | tee "$OUT/fast_ops.log"
     python3 benches/train_step.py ${TRAIN_BENCH_ARGS:-} 2>&1 | tee "$OUT/train_step.log"
+    python3 benches/compile.py ${COMPILE_BENCH_ARGS:-} 2>&1 | tee "$OUT/compile.log"
 fi
 
 echo "==== summary ===="
 tail -n 3 "$OUT/pytest.log" 2>/dev/null
-cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/train_step.log" 2>/dev/null | grep -v "^$"
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/train_step.log" "$OUT/compile.log" 2>/dev/null | grep -v "^$"
 exit "$status"

@@ -9,6 +9,7 @@ from ferrox import _core
 from ferrox._core import *  # noqa: F401,F403  (the mlx.core namespace)
 from ferrox._core import array, fast, random, where  # noqa: F401  (explicit for readers and linters)
 from ferrox import cuda, metal  # noqa: F401
+from ferrox._compile import async_eval, compile, disable_compile, enable_compile  # noqa: F401
 from ferrox._autodiff import checkpoint, custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: F401
 from ferrox._export import FunctionExporter, export_function, export_to_dot, exporter, import_function  # noqa: F401
 

@@ -351,6 +351,8 @@ def asarray(a: Any, dtype: Dtype | None = ..., *, copy: Any = ...) -> Any:
     """`a` as an array (MLX's `asarray`: `array(a, dtype)`; an array of the requested dtype is returned as is)."""
 def astype(a: _ArrayLike, /, dtype: Dtype, *, stream: Stream | Device | None = ...) -> array:
     """Converts `a` to `dtype`."""
+def async_eval(*args: Any) -> None:
+    """Starts evaluating the arrays in ``args`` (any nesting of lists, tuples and dicts), as MLX's ``async_eval``: GPU work is queued on its streams and this returns without waiting for it to finish; reading a result (or ``synchronize``) waits. CPU work is computed before returning."""
 def atleast_1d(*arys: Any, stream: Stream | Device | None = ...) -> array:
     """Each array with at least one dimension."""
 def atleast_2d(*arys: Any, stream: Stream | Device | None = ...) -> array:
@@ -391,6 +393,8 @@ def clear_streams() -> Any:
     """Finishes the work of every stream and forgets this thread's thread-local streams (later uses get fresh ones)."""
 def clip(a: _ArrayLike, /, a_min: Any, a_max: Any, *, stream: Stream | Device | None = ...) -> array:
     """`a` limited to `[a_min, a_max]` (either bound may be None, not both)."""
+def compile(fun: Callable[..., Any] | None = ..., inputs: Any | None = ..., outputs: Any | None = ..., shapeless: bool = ...) -> Callable[..., Any]:
+    """Returns a compiled version of ``fun``: traced once per signature, simplified (common subexpressions, constants, dead code), with chains of elementwise ops fused into one kernel, cached and replayed."""
 complex64: Dtype
 complexfloating: DtypeCategory
 def concat(arrays: Sequence[_ArrayLike], axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
@@ -466,6 +470,8 @@ def diagonal(a: _ArrayLike, offset: Any = ..., axis1: Any = ..., axis2: Any = ..
     """The diagonal of the 2-D slices spanned by `axis1` and `axis2` (the last axis of the result)."""
 def diff(a: _ArrayLike, /, n: Any = ..., axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
     """The `n`-th forward difference along `axis`."""
+def disable_compile() -> Any:
+    """Makes compiled functions call their function directly."""
 def divide(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise true division; integer inputs give float32."""
 def divmod(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> Any:
@@ -474,6 +480,8 @@ def einsum(subscripts: Any, *operands: Any, stream: Stream | Device | None = ...
     """Einstein summation: `subscripts` such as `"ij,jk->ik"` name the axes of each operand (and of the result); letters missing from the result are summed over."""
 def einsum_path(subscripts: Any, *operands: Any) -> Any:
     """The contraction order `einsum` follows, as a list of tuples of operand positions, and a report of its scaling and FLOP counts."""
+def enable_compile() -> Any:
+    """Makes compiled functions trace and replay (the default)."""
 def equal(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:
     """Elementwise `a == b` (bool result)."""
 def erf(a: _ArrayLike, /, *, stream: Stream | Device | None = ...) -> array:

@@ -157,12 +157,15 @@ def export_to_dot(file, *args, **kwargs) -> None:
     """Write the graph behind the arrays ``args`` (and ``kwargs``, whose keys
     name their arrays) to ``file`` (a path or a writable text file) in
     Graphviz's DOT language."""
-    outputs, stack = [], [kwargs, list(args)]
+    outputs, stack, seen = [], [kwargs, list(args)], set()
     while stack:  # depth-first, without recursion (trees may be deep)
         tree = stack.pop()
         if isinstance(tree, array):
             outputs.append(tree)
         elif isinstance(tree, (list, tuple, dict)):
+            if id(tree) in seen:
+                continue  # a container met twice (shared, or holding itself) is walked once
+            seen.add(id(tree))
             stack.extend(reversed(list(tree.values() if isinstance(tree, dict) else tree)))
         else:
             raise ValueError("[tree_flatten] The argument should contain only arrays")

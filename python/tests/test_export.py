@@ -310,6 +310,7 @@ def _structural_cases():
         ("contiguous", lambda a: fx.contiguous(a.T), [x]),
         ("depends", lambda a: fx.depends([a + 1], [a * 2])[0], [x]),
         ("conv2d", lambda a, w: fx.conv2d(a, w, padding=1), [fx.ones((1, 5, 5, 2)), fx.ones((3, 3, 3, 2))]),
+        ("compiled", fx.compile(lambda a: (fx.exp(a) * 2 + (a > 0), a < 1)), [x]),
         ("random", lambda k: fx.random.normal((3,), key=k), [fx.random.key(0)]),
         ("optimizer_update", lambda p, g: tuple(_adam_step(p, g)), [x, x * 0.5]),
         ("vjp", lambda a: fx.vjp(lambda v: [fx.sin(v)], [a], [fx.ones_like(a)])[1][0], [x]),
@@ -550,3 +551,13 @@ def test_as_strided_outside_its_input_is_refused(path):
 def test_missing_file_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         fx.import_function(str(tmp_path / "nope.fxfn"))
+
+
+def test_export_to_dot_walks_self_referencing_containers_once():
+    import io
+
+    d = {"x": fx.ones((2,))}
+    d["self"] = d
+    out = io.StringIO()
+    fx.export_to_dot(out, d, [d["x"], d])
+    assert "digraph" in out.getvalue()

@@ -10,6 +10,7 @@ macro_rules! add_functions {
 
 mod args;
 mod array;
+mod compile;
 mod convert;
 mod device;
 mod dlpack;
@@ -35,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(m)?;
     ops::register(m)?;
     transforms::register(m)?;
+    compile::register(m)?;
     random::register(m)?;
     fast::register(m)?;
     nn::register(m)?;

@@ -28,7 +28,7 @@ pub struct ArrayData {
 
 /// How to compute one or more sibling arrays.
 pub(crate) struct Recipe {
-    pub(crate) primitive: Box<dyn Primitive>,
+    pub(crate) primitive: Arc<dyn Primitive>,
     pub(crate) inputs: Vec<Array>,
     pub(crate) stream: Stream,
     pub(crate) outputs: Vec<OutputSpec>,
@@ -112,18 +112,24 @@ impl Array {
         primitive: Box<dyn Primitive>,
         inputs: Vec<Array>,
     ) -> Result<Vec<Array>> {
+        Array::siblings_on_stream(outputs, Arc::from(primitive), inputs, current_stream())
+    }
+
+    /// Sibling arrays computed by a shared primitive on `stream` (compiled
+    /// functions replay the primitives they recorded this way).
+    pub(crate) fn siblings_on_stream(
+        outputs: Vec<OutputSpec>,
+        primitive: Arc<dyn Primitive>,
+        inputs: Vec<Array>,
+        stream: Stream,
+    ) -> Result<Vec<Array>> {
         for o in &outputs {
             if checked_nbytes(&o.shape, o.dtype.size()).is_none() {
                 return Err(Error::too_big(primitive.name(), &o.shape, o.dtype));
             }
         }
-        let recipe = Arc::new(Recipe {
-            primitive,
-            inputs,
-            stream: current_stream(),
-            outputs: outputs.clone(),
-            siblings: Mutex::new(Vec::new()),
-        });
+        let recipe =
+            Arc::new(Recipe { primitive, inputs, stream, outputs: outputs.clone(), siblings: Mutex::new(Vec::new()) });
         let arrays: Vec<Array> = outputs
             .into_iter()
             .map(|o| Array {

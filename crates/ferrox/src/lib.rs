@@ -40,6 +40,7 @@ pub use memory::{
 };
 pub use ops::random;
 pub use transforms::autodiff::{jvp, value_and_grad, vjp};
+pub use transforms::compile::{compile, disable_compile, enable_compile, CompiledFunction};
 pub use transforms::custom::{checkpoint, CustomFunction};
 pub use transforms::eval::eval;
 pub use transforms::vmap::vmap;

@@ -213,22 +213,29 @@ impl Layout {
 /// Merges neighbouring dimensions that are contiguous with each other in every
 /// one of several layouts sharing `shape`; returns the collapsed shape and strides.
 pub fn collapse_dims<const N: usize>(shape: &[usize], strides: [&[isize]; N]) -> (Vec<usize>, [Vec<isize>; N]) {
+    let (shape, strides) = collapse_dims_of(shape, &strides);
+    (shape, strides.try_into().unwrap_or_else(|_| unreachable!("one stride vector per layout")))
+}
+
+/// [`collapse_dims`] for a number of layouts known at run time.
+pub fn collapse_dims_of(shape: &[usize], strides: &[&[isize]]) -> (Vec<usize>, Vec<Vec<isize>>) {
+    let n = strides.len();
     let mut out_shape: Vec<usize> = Vec::with_capacity(shape.len());
-    let mut out_strides: [Vec<isize>; N] = std::array::from_fn(|_| Vec::with_capacity(shape.len()));
+    let mut out_strides: Vec<Vec<isize>> = (0..n).map(|_| Vec::with_capacity(shape.len())).collect();
     for (i, &d) in shape.iter().enumerate() {
         if d == 1 {
             continue;
         }
         let mergeable =
-            !out_shape.is_empty() && (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][i] * d as isize);
+            !out_shape.is_empty() && (0..n).all(|k| *out_strides[k].last().unwrap() == strides[k][i] * d as isize);
         if mergeable {
             *out_shape.last_mut().unwrap() *= d;
-            for k in 0..N {
+            for k in 0..n {
                 *out_strides[k].last_mut().unwrap() = strides[k][i];
             }
         } else {
             out_shape.push(d);
-            for k in 0..N {
+            for k in 0..n {
                 out_strides[k].push(strides[k][i]);
             }
         }

@@ -114,3 +114,46 @@ fn module_names_and_sources_follow_the_tables() {
     assert!(kernels::unary_kernel_dtypes(UnaryOp::Exp).all(|d| d.is_inexact()));
     assert!(!kernels::binary_kernel_dtypes(BinaryOp::LeftShift).any(|d| d == Dtype::Bool));
 }
+
+/// One program per dtype using every unary and binary op that computes in
+/// it, comparisons feeding a `where`, and casts to every other real dtype.
+fn fused_check_program(d: Dtype) -> ferrox::backend::fused::FusedProgram {
+    use ferrox::backend::fused::{FusedOp, FusedProgram, FusedStep, Operand};
+    let mut steps = Vec::new();
+    let (x, y, c) = (Operand::Input(0), Operand::Input(1), Operand::Input(2));
+    for op in UnaryOp::ALL.iter().copied().filter(|op| op.kind().compute_dtype(d) == Some(d)) {
+        steps.push(FusedStep { op: FusedOp::Unary(op), args: vec![x], dtype: op.kind().kernel_output(d) });
+    }
+    for op in BinaryOp::ALL.iter().copied().filter(|op| op.kind().compute_dtype(d) == Some(d)) {
+        steps.push(FusedStep { op: FusedOp::Binary(op), args: vec![x, y], dtype: op.kind().kernel_output(d) });
+    }
+    steps.push(FusedStep { op: FusedOp::Select, args: vec![c, x, y], dtype: d });
+    for &to in Dtype::ALL.iter().filter(|&&to| to != Dtype::C64) {
+        steps.push(FusedStep { op: FusedOp::AsType, args: vec![Operand::Step(steps.len() - 1)], dtype: to });
+    }
+    let outputs = (0..steps.len()).collect();
+    FusedProgram { inputs: vec![d, d, Dtype::Bool], steps, outputs }
+}
+
+#[test]
+fn fused_kernels_compile_for_every_real_dtype() {
+    use ferrox::backend::cuda::fused::{kernel_source, module_dtype, InputMode};
+    if !nvrtc_present() {
+        return;
+    }
+    let mut units = Vec::new();
+    for &d in Dtype::ALL.iter().filter(|&&d| d != Dtype::C64) {
+        let program = fused_check_program(d);
+        assert_eq!(module_dtype(&program), Some(d), "{d}");
+        let dense = [InputMode::Contiguous, InputMode::Row, InputMode::Scalar];
+        let strided = [InputMode::Strided, InputMode::Contiguous, InputMode::Row];
+        units.push((format!("fused_vector_{d}"), kernel_source(&program, d, &dense, true), vec!["fx_fused".into()]));
+        units.push((
+            format!("fused_strided_{d}"),
+            kernel_source(&program, d, &strided, false),
+            vec!["fx_fused".into()],
+        ));
+    }
+    let errors = compile_units(&units);
+    assert!(errors.is_empty(), "{} fused kernels failed:\n{}", errors.len(), errors.join("\n\n"));
+}

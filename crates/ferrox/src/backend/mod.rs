@@ -12,6 +12,7 @@ pub mod cuda;
 mod custom_kernel;
 pub mod dispatcher;
 mod fast_op;
+pub mod fused;
 mod update_rule;
 
 pub use custom_kernel::{
@@ -623,6 +624,17 @@ pub trait Backend: Send + Sync {
     /// (float16 and bfloat16 compute in float32) under any layouts; the
     /// output `(N, out..., C_out)` has their dtype.
     fn conv(&self, params: &ConvParams, x: &Storage, lx: &Layout, w: &Storage, lw: &Layout) -> Result<Storage>;
+
+    /// Runs a fused elementwise program (`compile`'s fusion, see
+    /// [`fused::FusedProgram`]) in one pass: `inputs` are read through
+    /// layouts already broadcast to `shape`; one row-contiguous storage of
+    /// `shape` per program output.
+    fn fused(
+        &self,
+        program: &fused::FusedProgram,
+        inputs: &[(&Storage, Layout)],
+        shape: &[usize],
+    ) -> Result<Vec<Storage>>;
 }
 
 mod conv_params;

@@ -108,6 +108,7 @@ serializable_primitives!(
     AsStrided,
     Depends,
     Convolution,
+    Fused,
 );
 
 /// Implements [`PrimitiveIdentity`] for a primitive that holds live state:

@@ -1,7 +1,8 @@
-//! Graph transforms: evaluation, automatic differentiation and vmap.
-//! compile builds on the same graph (a later issue).
+//! Graph transforms: evaluation, automatic differentiation, vmap and
+//! compile.
 
 pub mod autodiff;
+pub mod compile;
 pub mod custom;
 pub mod eval;
 pub mod vmap;

@@ -8,8 +8,22 @@ use crate::dtype::Dtype;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-/// Buffers smaller than this are left to the system allocator.
+/// Buffers smaller than this are left to the system allocator, or to the
+/// thread's pool of small buffers.
 const MIN_CACHED_BYTES: usize = 1 << 16;
+
+/// Small buffers at least this large are kept in a per-thread pool.
+const MIN_POOLED_BYTES: usize = 1 << 12;
+
+/// How many small buffers a thread keeps.
+const SMALL_POOL_LEN: usize = 32;
+
+thread_local! {
+    /// Small buffers this thread freed (the fused evaluator's per-block
+    /// intermediates, small eager outputs), reused by the next output of
+    /// the same dtype and length on this thread: no lock, no zeroing.
+    static SMALL: std::cell::RefCell<Vec<CpuBuffer>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 struct Cache {
     free: HashMap<(Dtype, usize), Vec<CpuBuffer>>,
@@ -59,7 +73,19 @@ fn key(b: &CpuBuffer) -> (Dtype, usize) {
 /// foreign: memory another library owns goes back to it, never to a reuse).
 pub(crate) fn recycle(buffer: CpuBuffer) {
     let size = nbytes(&buffer);
-    if size < MIN_CACHED_BYTES || buffer.is_foreign() {
+    if buffer.is_foreign() {
+        return;
+    }
+    if size < MIN_CACHED_BYTES {
+        if size >= MIN_POOLED_BYTES {
+            // (After the thread's pool is gone, at thread exit, the buffer is freed.)
+            let _ = SMALL.try_with(|pool| {
+                let mut pool = pool.borrow_mut();
+                if pool.len() < SMALL_POOL_LEN {
+                    pool.push(buffer);
+                }
+            });
+        }
         return;
     }
     let mut cache = lock();
@@ -78,8 +104,19 @@ pub(crate) fn recycle(buffer: CpuBuffer) {
 
 /// A cached buffer of `n` elements of `T`, with stale contents, if any.
 pub(crate) fn take<T: CpuElement>(n: usize) -> Option<Vec<T>> {
-    if n * std::mem::size_of::<T>() < MIN_CACHED_BYTES {
-        return None;
+    let size = n * std::mem::size_of::<T>();
+    if size < MIN_CACHED_BYTES {
+        if size < MIN_POOLED_BYTES {
+            return None;
+        }
+        return SMALL
+            .try_with(|pool| {
+                let mut pool = pool.borrow_mut();
+                let at = pool.iter().position(|b| key(b) == (T::DTYPE, n))?;
+                T::from_buffer(pool.swap_remove(at))
+            })
+            .ok()
+            .flatten();
     }
     let mut cache = lock();
     let buffer = cache.free.get_mut(&(T::DTYPE, n))?.pop()?;

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod creation;
 pub mod elementwise;
 mod fast;
+mod fused;
 pub mod gather;
 pub mod host_vec;
 pub mod math;
@@ -266,6 +267,16 @@ impl Backend for CpuBackend {
 
     fn conv(&self, params: &super::ConvParams, x: &Storage, lx: &Layout, w: &Storage, lw: &Layout) -> Result<Storage> {
         wrap(conv::conv(params, host(x), lx, host(w), lw)?)
+    }
+
+    fn fused(
+        &self,
+        program: &super::fused::FusedProgram,
+        inputs: &[(&Storage, Layout)],
+        shape: &[usize],
+    ) -> Result<Vec<Storage>> {
+        let inputs: Vec<(&CpuBuffer, Layout)> = inputs.iter().map(|(s, l)| (host(s), l.clone())).collect();
+        Ok(fused::fused(program, &inputs, shape)?.into_iter().map(Storage::Cpu).collect())
     }
 }
 

@@ -212,7 +212,8 @@ pub fn binary_kernel_names(op: BinaryOp) -> Vec<String> {
     ["vv", "sv", "vs", "strided", "kv", "vk"].iter().map(|v| format!("{}_{v}", op.name())).collect()
 }
 
-fn with_prelude(dtype: Dtype, body: &[&str]) -> String {
+/// A module's source: the dtype define, the prelude, then `body`.
+pub(crate) fn with_prelude(dtype: Dtype, body: &[&str]) -> String {
     let mut source = format!("#define FX_DTYPE_{} 1\n", dtype_tag(dtype).to_ascii_uppercase());
     for part in PRELUDE.iter().chain(body) {
         source.push_str(part);
@@ -221,9 +222,11 @@ fn with_prelude(dtype: Dtype, body: &[&str]) -> String {
     source
 }
 
-const UNARY_OPS: &str = include_str!("kernels/unary_ops.cuh");
+/// The unary op functors.
+pub(crate) const UNARY_OPS: &str = include_str!("kernels/unary_ops.cuh");
 const UNARY: &str = include_str!("kernels/unary.cu");
-const BINARY_OPS: &str = include_str!("kernels/binary_ops.cuh");
+/// The binary op functors.
+pub(crate) const BINARY_OPS: &str = include_str!("kernels/binary_ops.cuh");
 const BINARY: &str = include_str!("kernels/binary.cu");
 
 impl Module {

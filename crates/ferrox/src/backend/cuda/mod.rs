@@ -16,6 +16,7 @@ pub mod custom_kernel;
 mod device;
 mod elementwise;
 mod fast;
+pub mod fused;
 mod gather;
 pub mod kernels;
 mod launch;
@@ -423,5 +424,18 @@ impl Backend for CudaBackend {
 
     fn conv(&self, params: &super::ConvParams, x: &Storage, lx: &Layout, w: &Storage, lw: &Layout) -> Result<Storage> {
         wrap(conv::conv(&self.stream, params, self.input(x)?, lx, self.input(w)?, lw)?)
+    }
+
+    fn fused(
+        &self,
+        program: &super::fused::FusedProgram,
+        inputs: &[(&Storage, Layout)],
+        shape: &[usize],
+    ) -> Result<Vec<Storage>> {
+        let ins = inputs.iter().map(|(s, l)| Ok((self.input(s)?, l.clone()))).collect::<Result<Vec<_>>>()?;
+        match fused::fused(&self.stream, program, &ins, shape)? {
+            Some(out) => out.into_iter().map(wrap).collect(),
+            None => super::fused::run_step_by_step(self, program, inputs, shape),
+        }
     }
 }

@@ -342,20 +342,28 @@ __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* 
     if (kind == 1 && i + shift >= 0) j_end = min(j_end, i + shift + 1);
     const long long kv_base = ((long long)b * n.kv_heads + kvh) * n.keys;
     TC m = -fx_attn_inf(), l = 0;
-    for (int j = blockIdx.x * chunk + group; j < j_end; j += FX_DEC_GROUPS) {
+    // The loop runs the same number of times in every thread (the shuffles
+    // need the whole warp): groups past the chunk's end take part in the
+    // shuffles with a zero and skip the update.
+    for (int jb = blockIdx.x * chunk; jb < j_end; jb += FX_DEC_GROUPS) {
+        const int j = jb + group;
+        const bool live = j < j_end;
         const T* krow = k + (kv_base + j) * D;
         const T* vrow = v + (kv_base + j) * D;
         TC part = 0;
+        if (live) {
 #pragma unroll
-        for (int pk = 0; pk < PK; ++pk) {
-            FxPack<T, P> w;
-            w.load(krow + (pk * 8 + lane8) * P);
+            for (int pk = 0; pk < PK; ++pk) {
+                FxPack<T, P> w;
+                w.load(krow + (pk * 8 + lane8) * P);
 #pragma unroll
-            for (int e = 0; e < P; ++e) part += qr[pk * P + e] * fx_to_c(w.v[e]);
+                for (int e = 0; e < P; ++e) part += qr[pk * P + e] * fx_to_c(w.v[e]);
+            }
         }
         part += fx_shfl_xor(part, 1);
         part += fx_shfl_xor(part, 2);
         part += fx_shfl_xor(part, 4);
+        if (!live) continue;
         bool hidden;
         const TC sc = fx_attn_mask(part, kind, mask, ms, b, h, i, j, shift, fill, hidden);
         const TC m_new = fmax(m, sc);

@@ -1,0 +1,190 @@
+//! Fused elementwise programs on the host (`compile`'s fusion): the output
+//! is cut into blocks of about [`BLOCK`] elements, and each block runs the
+//! whole program with its intermediates in cache before the next block
+//! starts, so the data passes through memory once however long the chain.
+//! Each step calls the same element functions as the eager kernels, so a
+//! fused result is bit for bit the unfused one. Blocks run on rayon's
+//! threads for large outputs.
+
+use super::elementwise;
+use super::storage::{CpuBuffer, CpuStorage};
+use super::strided::{SendPtr, PARALLEL_THRESHOLD};
+use crate::backend::fused::{FusedOp, FusedProgram, Operand};
+use crate::dtype::Dtype;
+use crate::error::{Error, Result};
+use crate::shape::{collapse_dims_of, numel, Layout};
+use rayon::prelude::*;
+
+/// Elements per block: a few intermediates of this many elements stay in
+/// the core's L2 cache, and float32 ones fit the per-thread buffer pool.
+const BLOCK: usize = 8192;
+
+/// How the (collapsed) output shape is cut into blocks: runs of `per`
+/// indices along `axis`, each with every index of the axes after it (a
+/// rectangular piece, contiguous in the output), for every index of the
+/// axes before it.
+struct Blocks {
+    shape: Vec<usize>,
+    axis: usize,
+    /// Elements in one index of `axis` (the product of the later extents).
+    inner: usize,
+    per: usize,
+    /// Blocks along `axis` for one index of the axes before it.
+    along: usize,
+    count: usize,
+}
+
+impl Blocks {
+    fn new(shape: &[usize]) -> Blocks {
+        // The first axis from which on the trailing extents fit one block.
+        let (mut k, mut inner) = (shape.len(), 1usize);
+        while k > 1 && inner * shape[k - 1] <= BLOCK {
+            inner *= shape[k - 1];
+            k -= 1;
+        }
+        let axis = k - 1;
+        let per = (BLOCK / inner).clamp(1, shape[axis].max(1));
+        let along = shape[axis].div_ceil(per);
+        let count = numel(&shape[..axis]) * along;
+        Blocks { shape: shape.to_vec(), axis, inner, per, along, count }
+    }
+
+    /// Block `b`: the flat index over the axes before `axis`, the first
+    /// index along `axis` and how many indices it takes.
+    fn block(&self, b: usize) -> (usize, usize, usize) {
+        let (outer, j) = (b / self.along, b % self.along);
+        let start = j * self.per;
+        (outer, start, self.per.min(self.shape[self.axis] - start))
+    }
+}
+
+/// Runs `program` over `inputs` (layouts broadcast to `shape`); one
+/// row-contiguous storage per output.
+pub fn fused(program: &FusedProgram, inputs: &[(&CpuBuffer, Layout)], shape: &[usize]) -> Result<Vec<CpuStorage>> {
+    let n = numel(shape);
+    let dtypes: Vec<Dtype> = program.outputs.iter().map(|&o| program.steps[o].dtype).collect();
+    let strides: Vec<&[isize]> = inputs.iter().map(|(_, l)| l.strides.as_slice()).collect();
+    let (dims, strides) = collapse_dims_of(shape, &strides);
+    let blocks = Blocks::new(&dims);
+    let mut work = |outs: &[SendPtr<u8>]| -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let last = program.last_uses();
+        let run = |b: usize| run_block(program, &last, inputs, &strides, &blocks, b, outs);
+        if n >= PARALLEL_THRESHOLD && blocks.count > 1 {
+            (0..blocks.count).into_par_iter().try_for_each(run)
+        } else {
+            (0..blocks.count).try_for_each(run)
+        }
+    };
+    with_outputs(&dtypes, n, &mut Vec::new(), &mut work)
+}
+
+/// Allocates one output of each dtype and runs `work` with pointers to
+/// their bytes.
+fn with_outputs(
+    dtypes: &[Dtype],
+    n: usize,
+    ptrs: &mut Vec<SendPtr<u8>>,
+    work: &mut dyn FnMut(&[SendPtr<u8>]) -> Result<()>,
+) -> Result<Vec<CpuStorage>> {
+    let Some((&first, rest)) = dtypes.split_first() else {
+        work(ptrs)?;
+        return Ok(Vec::new());
+    };
+    let mut later = None;
+    let storage = CpuStorage::filled_with(first, n, |bytes| {
+        ptrs.push(SendPtr(bytes.as_mut_ptr()));
+        later = Some(with_outputs(rest, n, ptrs, work)?);
+        Ok(())
+    })?;
+    let mut out = vec![storage];
+    out.extend(later.expect("the fill ran"));
+    Ok(out)
+}
+
+/// The bytes of a host buffer.
+fn bytes_of(b: &CpuBuffer) -> &[u8] {
+    // SAFETY: every element type is plain data without padding (bool is one
+    // byte holding 0 or 1); the slice covers exactly the buffer's elements.
+    crate::with_buffer!(b, v => unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])) })
+}
+
+/// Runs the whole program on block `b` and writes its outputs.
+fn run_block(
+    program: &FusedProgram,
+    last: &[usize],
+    inputs: &[(&CpuBuffer, Layout)],
+    strides: &[Vec<isize>],
+    blocks: &Blocks,
+    b: usize,
+    outs: &[SendPtr<u8>],
+) -> Result<()> {
+    let (outer, start, m) = blocks.block(b);
+    let axis = blocks.axis;
+    let mut shape = vec![m];
+    shape.extend_from_slice(&blocks.shape[axis + 1..]);
+    let views: Vec<Layout> = inputs
+        .iter()
+        .zip(strides)
+        .map(|((_, l), st)| {
+            let (mut offset, mut rest) = (l.offset as isize + start as isize * st[axis], outer);
+            for d in (0..axis).rev() {
+                offset += (rest % blocks.shape[d]) as isize * st[d];
+                rest /= blocks.shape[d];
+            }
+            let mut block_strides = vec![st[axis]];
+            block_strides.extend_from_slice(&st[axis + 1..]);
+            Layout { shape: shape.clone(), strides: block_strides, offset: offset as usize }
+        })
+        .collect();
+    let dense = Layout::contiguous(&shape);
+    let mut values: Vec<Option<CpuBuffer>> = vec![None; program.steps.len()];
+    for (i, step) in program.steps.iter().enumerate() {
+        let value = {
+            let args: Vec<(&CpuBuffer, &Layout)> = step
+                .args
+                .iter()
+                .map(|&a| match a {
+                    Operand::Input(j) => (inputs[j].0, &views[j]),
+                    Operand::Step(j) => (values[j].as_ref().expect("operands are computed first"), &dense),
+                })
+                .collect();
+            match step.op {
+                FusedOp::Unary(op) => elementwise::unary(op, args[0].0, args[0].1)?,
+                FusedOp::Binary(op) => elementwise::binary(op, args[0].0, args[0].1, args[1].0, args[1].1)?,
+                FusedOp::Select => {
+                    let CpuBuffer::Bool(cond) = args[0].0 else {
+                        return Err(Error::invalid("where", "the condition of a fused where must be bool"));
+                    };
+                    elementwise::select(cond, args[0].1, args[1].0, args[1].1, args[2].0, args[2].1)?
+                }
+                FusedOp::AsType => elementwise::cast_buffer(args[0].0, args[0].1, step.dtype)?,
+            }
+        };
+        values[i] = Some(value);
+        for a in &step.args {
+            if let Operand::Step(j) = *a {
+                if last[j] == i {
+                    if let Some(done) = values[j].take() {
+                        super::cache::recycle(done);
+                    }
+                }
+            }
+        }
+    }
+    let first = (outer * blocks.shape[axis] + start) * blocks.inner;
+    for (&o, out) in program.outputs.iter().zip(outs) {
+        let bytes = bytes_of(values[o].as_ref().expect("outputs are kept"));
+        let size = program.steps[o].dtype.size();
+        // SAFETY: the output holds `n * size` bytes and this block's
+        // elements `first .. first + bytes.len() / size` are written by
+        // this block alone (blocks partition the output).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.get().add(first * size), bytes.len()) };
+    }
+    for done in values.into_iter().flatten() {
+        super::cache::recycle(done);
+    }
+    Ok(())
+}

@@ -1,0 +1,385 @@
+//! Fused elementwise programs on the GPU (`compile`'s fusion): one CUDA C
+//! kernel is generated per program and per way of reading its inputs,
+//! compiled by NVRTC (cached in memory and on disk like the library's
+//! kernels) and launched over the output.
+//!
+//! Every step computes exactly as its eager kernel does: the op functors of
+//! `unary_ops.cuh`/`binary_ops.cuh` on the module dtype's compute type,
+//! rounded to the storage type after each step; float32/float64 sums,
+//! differences and products use the explicitly rounded intrinsics
+//! (`__fadd_rn`, ...), which the assembler never contracts with another
+//! step into an FMA. A fused result is therefore bit for bit the unfused
+//! one.
+//!
+//! The arithmetic steps of one program must share a dtype (the module's
+//! `T`): a predicate or comparison may give bool, `where` and casts may
+//! move between any real dtypes. Programs outside that (arithmetic in two
+//! dtypes, complex64) run step by step with the ordinary kernels.
+
+use super::compiler::compile_cached;
+use super::device::{driver_error, gpu};
+use super::kernels::{dtype_tag, with_prelude, BINARY_OPS, UNARY_OPS};
+use super::launch::{grid_for, grid_full, launch_function, Args, Strided, BLOCK};
+use super::storage::CudaStorage;
+use super::stream::GpuStream;
+use crate::backend::fused::{FusedOp, FusedProgram, Operand};
+use crate::backend::BinaryOp;
+use crate::dtype::Dtype;
+use crate::error::{Error, Result};
+use crate::shape::{collapse_dims, Layout};
+use cudarc::driver::{result, sys};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fmt::Write;
+use std::sync::{Arc, Mutex};
+
+/// How the kernel reads one input.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum InputMode {
+    /// Row-contiguous over the output: element `i` at `in[i]`.
+    Contiguous,
+    /// One element broadcast to every output.
+    Scalar,
+    /// A contiguous row repeated over the leading dimensions (a bias):
+    /// element `i` at `in[i % w]`, with the row length `w` an argument.
+    Row,
+    /// Any other layout, through a `Strided1` argument.
+    Strided,
+}
+
+impl InputMode {
+    /// The mode for an input read through `l` (broadcast to the output).
+    pub fn of(l: &Layout) -> InputMode {
+        if l.is_row_contiguous() {
+            InputMode::Contiguous
+        } else if l.reads_one_element() {
+            InputMode::Scalar
+        } else if row_length(l).is_some() {
+            InputMode::Row
+        } else {
+            InputMode::Strided
+        }
+    }
+}
+
+/// The length of the row `l` repeats, when it reads one contiguous row
+/// for every index of the leading dimensions.
+fn row_length(l: &Layout) -> Option<usize> {
+    let (shape, [strides]) = collapse_dims(&l.shape, [&l.strides]);
+    match (shape.as_slice(), strides.as_slice()) {
+        ([_, w], [0, 1]) => Some(*w),
+        _ => None,
+    }
+}
+
+/// The explicitly rounded intrinsic of a float32/float64 sum, difference
+/// or product: PTX arithmetic without a rounding modifier may be fused
+/// into an FMA by the assembler (across steps, which the eager kernels
+/// never are), arithmetic with `.rn` never is.
+fn rounded_intrinsic(op: BinaryOp, module: Dtype) -> Option<&'static str> {
+    match (op, module) {
+        (BinaryOp::Add, Dtype::F32) => Some("__fadd_rn"),
+        (BinaryOp::Subtract, Dtype::F32) => Some("__fsub_rn"),
+        (BinaryOp::Multiply, Dtype::F32) => Some("__fmul_rn"),
+        (BinaryOp::Add, Dtype::F64) => Some("__dadd_rn"),
+        (BinaryOp::Subtract, Dtype::F64) => Some("__dsub_rn"),
+        (BinaryOp::Multiply, Dtype::F64) => Some("__dmul_rn"),
+        _ => None,
+    }
+}
+
+/// The dtype the program's arithmetic runs in (the generated module's
+/// `T`), or `None` when no kernel can be generated for it.
+pub fn module_dtype(program: &FusedProgram) -> Option<Dtype> {
+    let all = program.inputs.iter().chain(program.steps.iter().map(|s| &s.dtype));
+    if all.clone().any(|&d| d == Dtype::C64) {
+        return None;
+    }
+    let mut module: Option<Dtype> = None;
+    for step in &program.steps {
+        let operand = program.dtype_of(step.args[0]);
+        let fits = match step.op {
+            FusedOp::Unary(_) | FusedOp::Binary(_) => step.dtype == operand || step.dtype == Dtype::Bool,
+            FusedOp::Select | FusedOp::AsType => continue,
+        };
+        if !fits || module.is_some_and(|m| m != operand) {
+            return None;
+        }
+        module = Some(operand);
+    }
+    module.or(program.inputs.first().copied()).or(Some(Dtype::F32))
+}
+
+/// The C type of a dtype's elements in the kernels.
+fn c_type(d: Dtype) -> String {
+    format!("fx_{}", dtype_tag(d))
+}
+
+/// The dtype tag of `dtype.cuh` (casts into the dtype).
+fn tag(d: Dtype) -> &'static str {
+    match d {
+        Dtype::Bool => "DtBool",
+        Dtype::U8 => "DtU8",
+        Dtype::U16 => "DtU16",
+        Dtype::U32 => "DtU32",
+        Dtype::U64 => "DtU64",
+        Dtype::I8 => "DtI8",
+        Dtype::I16 => "DtI16",
+        Dtype::I32 => "DtI32",
+        Dtype::I64 => "DtI64",
+        Dtype::F16 => "DtF16",
+        Dtype::BF16 => "DtBF16",
+        Dtype::F32 => "DtF32",
+        Dtype::F64 => "DtF64",
+        Dtype::C64 => "DtC64",
+    }
+}
+
+/// The expression casting `v` from `src` to `dst` as the copy kernels do
+/// (`fx_cast`: `Element::from_scalar` of the source value).
+fn cast_expr(src: Dtype, dst: Dtype, v: &str) -> String {
+    if src == dst {
+        return v.to_string();
+    }
+    let t = tag(dst);
+    match src {
+        Dtype::Bool => format!("{t}::from_bool({v} != 0)"),
+        Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64 => format!("{t}::from_i64((long long){v})"),
+        Dtype::U8 | Dtype::U16 | Dtype::U32 | Dtype::U64 => format!("{t}::from_u64((unsigned long long){v})"),
+        Dtype::F16 => format!("{t}::from_f64((double)fx_f16_to_f32({v}))"),
+        Dtype::BF16 => format!("{t}::from_f64((double)fx_bf16_to_f32({v}))"),
+        Dtype::F32 | Dtype::F64 => format!("{t}::from_f64((double){v})"),
+        Dtype::C64 => format!("{t}::from_c64({v}.re, {v}.im)"),
+    }
+}
+
+/// The source of the kernel `fx_fused` for `program` with arithmetic in
+/// `module` and inputs read as `modes`.
+///
+/// Arguments: `const S_j* in_j` per input, `O_k* out_k` per output,
+/// `long long n`, then one `Strided1` per strided input and one `long
+/// long` row length per row input, in input order.
+/// Launch with blockDim 256 and any grid; with `vector` set, every
+/// contiguous input and every output must be aligned to packs of
+/// `pack_elements(program)` elements.
+pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode], vector: bool) -> String {
+    let operand = |a: Operand| match a {
+        Operand::Input(j) => format!("a{j}"),
+        Operand::Step(j) => format!("v{j}"),
+    };
+    let mut body = String::new();
+    for (i, step) in program.steps.iter().enumerate() {
+        let args: Vec<String> = step.args.iter().map(|&a| operand(a)).collect();
+        let out = c_type(step.dtype);
+        let expr = match step.op {
+            FusedOp::Unary(op) if step.dtype == module => {
+                format!("fx_from_c({}()(fx_to_c({})))", op.functor(), args[0])
+            }
+            FusedOp::Unary(op) => format!("(fx_bool)({}()(fx_to_c({})) ? 1 : 0)", op.functor(), args[0]),
+            FusedOp::Binary(op) if step.dtype == module => match rounded_intrinsic(op, module) {
+                Some(f) => format!("{f}({}, {})", args[0], args[1]),
+                None => format!("fx_from_c({}()(fx_to_c({}), fx_to_c({})))", op.functor(), args[0], args[1]),
+            },
+            FusedOp::Binary(op) => {
+                format!("(fx_bool)({}()(fx_to_c({}), fx_to_c({})) ? 1 : 0)", op.functor(), args[0], args[1])
+            }
+            FusedOp::Select => format!("{} ? {} : {}", args[0], args[1], args[2]),
+            FusedOp::AsType => cast_expr(program.dtype_of(step.args[0]), step.dtype, &args[0]),
+        };
+        let _ = writeln!(body, "    {out} v{i} = {expr};");
+    }
+    for (k, &o) in program.outputs.iter().enumerate() {
+        let _ = writeln!(body, "    r{k} = v{o};");
+    }
+    let value_params: Vec<String> = program
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(j, &d)| format!("{} a{j}", c_type(d)))
+        .chain(program.outputs.iter().enumerate().map(|(k, &o)| format!("{}& r{k}", c_type(program.steps[o].dtype))))
+        .collect();
+
+    let mut src = String::new();
+    let _ = writeln!(src, "__device__ __forceinline__ void fx_body({}) {{\n{body}}}", value_params.join(", "));
+
+    let mut params: Vec<String> = program
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(j, &d)| format!("const {}* __restrict__ in{j}", c_type(d)))
+        .chain(
+            program
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(k, &o)| format!("{}* __restrict__ out{k}", c_type(program.steps[o].dtype))),
+        )
+        .collect();
+    params.push("long long n".into());
+    params.extend(modes.iter().enumerate().filter_map(|(j, &m)| match m {
+        InputMode::Strided => Some(format!("Strided1 l{j}")),
+        InputMode::Row => Some(format!("long long w{j}")),
+        _ => None,
+    }));
+    let _ = writeln!(src, "extern \"C\" __global__ void fx_fused({}) {{", params.join(", "));
+    src.push_str("    const long long tid = fx_thread_id(), nth = fx_thread_count();\n");
+    for (j, &m) in modes.iter().enumerate() {
+        if m == InputMode::Scalar {
+            let _ = writeln!(src, "    const {} s{j} = in{j}[0];", c_type(program.inputs[j]));
+        }
+    }
+    let outs = program.outputs.len();
+    let declare_results = |src: &mut String, indent: &str| {
+        for (k, &o) in program.outputs.iter().enumerate() {
+            let _ = writeln!(src, "{indent}{} r{k};", c_type(program.steps[o].dtype));
+        }
+    };
+    let load = |j: usize, index: &str| match modes[j] {
+        InputMode::Contiguous => format!("in{j}[{index}]"),
+        InputMode::Scalar => format!("s{j}"),
+        InputMode::Strided => format!("in{j}[fx_offset({index}, l{j})]"),
+        InputMode::Row => format!("in{j}[{index} % w{j}]"),
+    };
+    let call = |loads: Vec<String>, results: Vec<String>| -> String {
+        let all: Vec<String> = loads.into_iter().chain(results).collect();
+        format!("fx_body({});", all.join(", "))
+    };
+    let mut start = "tid".to_string();
+    if vector {
+        let p = pack_elements(program);
+        let _ = writeln!(src, "    const long long npk = n / {p};");
+        src.push_str("    for (long long p = tid; p < npk; p += nth) {\n");
+        for (j, &m) in modes.iter().enumerate() {
+            let at = match m {
+                InputMode::Contiguous => format!("p * {p}"),
+                InputMode::Row => format!("(p * {p}) % w{j}"),
+                _ => continue,
+            };
+            let ty = c_type(program.inputs[j]);
+            let _ = writeln!(src, "        FxPack<{ty}, {p}> x{j};\n        x{j}.load(in{j} + {at});");
+        }
+        for (k, &o) in program.outputs.iter().enumerate() {
+            let _ = writeln!(src, "        FxPack<{}, {p}> y{k};", c_type(program.steps[o].dtype));
+        }
+        let _ = writeln!(src, "#pragma unroll\n        for (int e = 0; e < {p}; ++e) {{");
+        let loads = (0..modes.len())
+            .map(|j| match modes[j] {
+                InputMode::Contiguous | InputMode::Row => format!("x{j}.v[e]"),
+                _ => format!("s{j}"),
+            })
+            .collect();
+        let results = (0..outs).map(|k| format!("y{k}.v[e]")).collect();
+        let _ = writeln!(src, "            {}\n        }}", call(loads, results));
+        for k in 0..outs {
+            let _ = writeln!(src, "        y{k}.store(out{k} + p * {p});");
+        }
+        src.push_str("    }\n");
+        start = format!("npk * {p} + tid");
+    }
+    let _ = writeln!(src, "    for (long long i = {start}; i < n; i += nth) {{");
+    declare_results(&mut src, "        ");
+    let loads = (0..modes.len()).map(|j| load(j, "i")).collect();
+    let results = (0..outs).map(|k| format!("r{k}")).collect();
+    let _ = writeln!(src, "        {}", call(loads, results));
+    for k in 0..outs {
+        let _ = writeln!(src, "        out{k}[i] = r{k};");
+    }
+    src.push_str("    }\n}\n");
+    with_prelude(module, &[UNARY_OPS, BINARY_OPS, &src])
+}
+
+/// Elements per pack in the vector loop: 16 bytes of the widest type read
+/// or written.
+pub fn pack_elements(program: &FusedProgram) -> usize {
+    let widest = program
+        .inputs
+        .iter()
+        .chain(program.outputs.iter().map(|&o| &program.steps[o].dtype))
+        .map(|d| d.size())
+        .max()
+        .unwrap_or(1);
+    16 / widest
+}
+
+/// A loaded fused kernel.
+#[derive(Clone, Copy)]
+struct Loaded(sys::CUfunction);
+
+// SAFETY: function handles are process-wide in their context.
+unsafe impl Send for Loaded {}
+
+/// Loaded kernels by source. Modules stay loaded: launched work may still run them.
+static KERNELS: Mutex<Option<HashMap<String, Loaded>>> = Mutex::new(None);
+
+/// The kernel compiled from `source`, compiling and loading it on first use.
+fn function(source: String) -> Result<sys::CUfunction> {
+    let mut guard = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    if let Some(f) = cache.get(&source) {
+        return Ok(f.0);
+    }
+    let dev = gpu()?;
+    let cubin =
+        compile_cached("fused", &source, &dev.arch_name()).map_err(|msg| Error::Device { op: "compile", msg })?;
+    // SAFETY: a complete cubin image for this device.
+    let module = unsafe { result::module::load_data(cubin.as_ptr() as *const _) }.map_err(driver_error("compile"))?;
+    let name = CString::new("fx_fused").expect("no NUL");
+    // SAFETY: the module is loaded and stays loaded.
+    let f = unsafe { result::module::get_function(module, name) }.map_err(driver_error("compile"))?;
+    cache.insert(source, Loaded(f));
+    Ok(f)
+}
+
+/// Runs `program` over `inputs` (layouts broadcast to `shape`) as one
+/// kernel; `None` when the program needs the step-by-step path.
+pub(crate) fn fused(
+    s: &Arc<GpuStream>,
+    program: &FusedProgram,
+    inputs: &[(&CudaStorage, Layout)],
+    shape: &[usize],
+) -> Result<Option<Vec<CudaStorage>>> {
+    let Some(module) = module_dtype(program) else { return Ok(None) };
+    let n = crate::shape::numel(shape);
+    let outputs = program
+        .outputs
+        .iter()
+        .map(|&o| CudaStorage::alloc(program.steps[o].dtype, n, s))
+        .collect::<Result<Vec<_>>>()?;
+    if n == 0 {
+        return Ok(Some(outputs));
+    }
+    let modes: Vec<InputMode> = inputs.iter().map(|(_, l)| InputMode::of(l)).collect();
+    let p = pack_elements(program);
+    let aligned = |ptr: u64, d: Dtype| ptr.is_multiple_of((p * d.size()) as u64);
+    let rows: Vec<usize> = inputs.iter().map(|(_, l)| row_length(l).unwrap_or(0)).collect();
+    let packs_fit = |(((x, l), m), w): (((&CudaStorage, &Layout), &InputMode), &usize)| match m {
+        InputMode::Contiguous => aligned(x.ptr_at(l.offset), x.dtype()),
+        InputMode::Row => w.is_multiple_of(p) && aligned(x.ptr_at(l.offset), x.dtype()),
+        InputMode::Scalar => true,
+        InputMode::Strided => false,
+    };
+    let vector = p > 1
+        && inputs.iter().map(|(x, l)| (*x, l)).zip(&modes).zip(&rows).all(packs_fit)
+        && outputs.iter().all(|o| aligned(o.ptr_at(0), o.dtype()));
+    let f = function(kernel_source(program, module, &modes, vector))?;
+    let mut args = Args::new();
+    for (x, l) in inputs {
+        args = args.arg(x.ptr_at(l.offset));
+    }
+    for o in &outputs {
+        args = args.arg(o.ptr_at(0));
+    }
+    args = args.arg(n as i64);
+    for (((_, l), &m), &w) in inputs.iter().zip(&modes).zip(&rows) {
+        match m {
+            InputMode::Strided => args = args.arg(Strided::new("Compiled", &l.shape, [&l.strides])?),
+            InputMode::Row => args = args.arg(w as i64),
+            _ => {}
+        }
+    }
+    let grid = if vector { grid_full(n, p) } else { grid_for(n, 1)? };
+    // SAFETY: the arguments follow `kernel_source`'s signature; the buffers
+    // live until the stream has run the kernel.
+    unsafe { launch_function(f, (grid, 1, 1), (BLOCK, 1, 1), 0, s, args)? };
+    Ok(Some(outputs))
+}

@@ -1,0 +1,91 @@
+//! A chain of elementwise nodes that `compile` fused into one node (MLX's
+//! `Compiled` primitive): one pass over the data computes every output.
+//! Its derivative and batching rules replay the chain as ordinary nodes.
+
+use super::{mismatch, AsType, Batched, Binary, OutputSpec, Primitive, Select, Unary};
+use crate::array::{Array, ArrayData};
+use crate::backend::fused::{FusedOp, FusedProgram, Operand};
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::ops;
+use std::sync::Arc;
+
+/// A fused elementwise program over broadcast inputs (see
+/// [`FusedProgram`]); every output has the inputs' broadcast shape.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Fused(pub FusedProgram);
+
+impl Fused {
+    /// The broadcast shape of `shapes`.
+    fn shape_of<'a>(&self, shapes: impl IntoIterator<Item = &'a [usize]>) -> Result<Vec<usize>> {
+        shapes.into_iter().try_fold(Vec::new(), |acc, s| ops::broadcast_pair(self.name(), &acc, s))
+    }
+
+    /// The program's outputs built from ordinary elementwise nodes on `xs`
+    /// (what the derivative and batching rules transform).
+    pub fn unfused(&self, xs: &[Array]) -> Result<Vec<Array>> {
+        let mut values: Vec<Array> = Vec::with_capacity(self.0.steps.len());
+        for step in &self.0.steps {
+            let args: Vec<Array> = step
+                .args
+                .iter()
+                .map(|&a| match a {
+                    Operand::Input(i) => xs[i].clone(),
+                    Operand::Step(i) => values[i].clone(),
+                })
+                .collect();
+            let shape = self.shape_of(args.iter().map(|a| a.shape()))?;
+            let value = match step.op {
+                FusedOp::Unary(op) => Array::from_primitive(shape, step.dtype, Unary(op), args)?,
+                FusedOp::Binary(op) => Array::from_primitive(shape, step.dtype, Binary(op), args)?,
+                FusedOp::Select => Array::from_primitive(shape, step.dtype, Select, args)?,
+                FusedOp::AsType => Array::from_primitive(shape, step.dtype, AsType(step.dtype), args)?,
+            };
+            values.push(value);
+        }
+        Ok(self.0.outputs.iter().map(|&o| values[o].clone()).collect())
+    }
+}
+
+impl Primitive for Fused {
+    fn name(&self) -> &'static str {
+        "Compiled"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let p = &self.0;
+        if inputs.len() != p.inputs.len() {
+            return Err(mismatch(self.name(), format!("takes {} inputs, got {}.", p.inputs.len(), inputs.len())));
+        }
+        if let Some((x, d)) = inputs.iter().zip(&p.inputs).find(|(x, d)| x.dtype() != **d) {
+            return Err(mismatch(self.name(), format!("expected an input of dtype {d}, got {}.", x.dtype())));
+        }
+        if !p.is_well_typed() || p.outputs.is_empty() {
+            return Err(mismatch(self.name(), format!("is not a valid elementwise program: {}", p.describe())));
+        }
+        let shape = self.shape_of(inputs.iter().map(|a| a.shape()))?;
+        Ok(p.outputs.iter().map(|&o| OutputSpec { shape: shape.clone(), dtype: p.steps[o].dtype }).collect())
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let shape = &outputs[0].shape;
+        let ins: Vec<_> = inputs
+            .iter()
+            .map(|x| (&*x.storage, x.layout.broadcast_to(shape).expect("inputs broadcast to the output shape")))
+            .collect();
+        let out = backend.fused(&self.0, &ins, shape)?;
+        Ok(out.into_iter().flat_map(|s| super::fresh(s, shape)).collect())
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let (_, grads) = crate::transforms::autodiff::vjp(|xs| self.unfused(xs), inputs, cotangents)?;
+        Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
+    }
+    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(crate::transforms::autodiff::jvp(|xs| self.unfused(xs), inputs, tangents)?.1)
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
+        let (aligned, _) = crate::transforms::vmap::align_batched(inputs, axes)?;
+        let specs = self.output_specs(&aligned)?;
+        let n = specs.len();
+        let outs = Array::siblings_on_stream(specs, Arc::new(self.clone()), aligned, crate::device::current_stream())?;
+        Ok((outs, vec![Some(0); n]))
+    }
+}

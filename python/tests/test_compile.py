@@ -1,0 +1,258 @@
+"""``compile``: the same results as the uncompiled function (the whole
+elementwise op registry run through fused graphs, on every device), the
+trace cache (hits, misses, retraces on new shapes, dtypes, structures and
+constants), shapeless functions, captured state, composition with grad
+and vmap, and errors."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+import ferrox as fx
+import ferrox.nn as nn
+import ferrox.optimizers as optim
+from conftest import to_fx, to_np
+from opinfo import OPS, samples
+from test_export import _structural_cases, same
+
+
+def _same(a, b):
+    """Equal values, NaNs in the same places, same dtype and shape."""
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(to_np(a), to_np(b))
+
+
+def gelu(x):
+    return x * (1 + fx.erf(x / np.sqrt(2).item())) / 2
+
+
+REGISTRY_CASES = [(op, d) for op in OPS for d in op.dtypes]
+
+
+@pytest.mark.parametrize("op,dtype", REGISTRY_CASES, ids=[f"{o.name}-{d}" for o, d in REGISTRY_CASES])
+def test_registry_ops_compiled_equal_uncompiled(op, dtype, rng):
+    """Each op reads its inputs through a `where` (an identity the fusion
+    pass joins to the op), on a broadcast row, so the compiled graph is one
+    fused node fed by broadcast inputs."""
+    f = getattr(fx, op.name)
+    shape = (5, 33)
+    nps = [samples(rng, shape, dtype, op.domain, arg=i) for i in range(op.arity)]
+    xs = [to_fx(x, dtype) for x in nps]
+    xs[-1] = xs[-1][:1]  # broadcast along the rows
+
+    def chain(*args):
+        keep = fx.ones(shape, fx.bool_)
+        return f(*[fx.where(keep, a, a) for a in args])
+
+    compiled = fx.compile(chain)
+    _same(compiled(*xs), chain(*xs))
+    plain, fused = compiled.graph(*xs, fused=False), compiled.graph(*xs)
+    if len(plain) > 1:  # the op made a node (`real` of a real array does not)
+        assert len(fused) == 1 and fused[0].startswith("Compiled["), (plain, fused)
+
+
+@pytest.mark.parametrize("case", _structural_cases(), ids=lambda c: c[0])
+def test_structural_ops_compiled_equal_uncompiled(case):
+    """Every primitive kind (gathers, scatters, scans, sorts, views,
+    convolutions, random bits, optimizer steps, fast ops and their vjps)
+    through compile, against the same function run op by op."""
+    _, fun, args = case
+    got, want = fx.compile(fun)(*args), fun(*args)
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    want = list(want) if isinstance(want, (list, tuple)) else [want]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert same(g, w)
+
+
+def test_gelu_is_one_fused_node_bit_for_bit(rng):
+    x = fx.array(rng.standard_normal((64, 257)).astype(np.float32))
+    g = fx.compile(gelu)
+    _same(g(x), gelu(x))
+    assert g.graph(x, fused=False) == ["divide", "erf", "add", "multiply", "divide"]
+    assert len(g.graph(x)) == 1
+
+
+def test_mixed_dtype_chains_with_casts(rng):
+    def f(x, w):
+        h = x.astype(fx.float32) * w
+        return fx.where(h > 0, h, 0.1 * h).astype(fx.bfloat16), fx.isnan(h)
+
+    x = fx.array(rng.standard_normal((8, 16)).astype(np.float32)).astype(fx.bfloat16)
+    w = fx.array(rng.standard_normal((16,)).astype(np.float32))
+    c = fx.compile(f)
+    for got, want in zip(c(x, w), f(x, w)):
+        _same(got, want)
+
+
+def test_layouts_transposed_sliced_and_zero_dim(rng):
+    base = fx.array(rng.standard_normal((6, 10)).astype(np.float32))
+    c = fx.compile(lambda a, b: fx.exp(a) * b + 1)
+    for a, b in [(base.T, base.T), (base[::2, 1:], base[::2, 1:]), (base[0, 0], base[1, 1]), (base[:0], base[:0])]:
+        _same(c(a, b), fx.exp(a) * b + 1)
+
+
+def test_cache_hits_misses_and_retraces(rng):
+    calls = []
+
+    def f(x, scale, opts):
+        calls.append(1)
+        return x * scale if opts["double"] else x + scale
+
+    c = fx.compile(f)
+    x = fx.array(rng.standard_normal((3, 4)).astype(np.float32))
+    _same(c(x, 2.0, {"double": True}), x * 2.0)
+    _same(c(x + 1, 2.0, {"double": True}), (x + 1) * 2.0)
+    assert c.cache_info() == (1, 1, 1) and len(calls) == 1
+    _same(c(x, 3.0, {"double": True}), x * 3.0)  # a new constant
+    _same(c(x, 3.0, {"double": False}), x + 3.0)  # a new structure value
+    _same(c(x.astype(fx.float16), 3.0, {"double": False}), x.astype(fx.float16) + 3.0)  # a new dtype
+    _same(c(x[:2], 3.0, {"double": False}), x[:2] + 3.0)  # a new shape
+    assert c.cache_info() == (1, 5, 5) and len(calls) == 5
+    c.clear_cache()
+    assert c.cache_info()[2] == 0
+
+
+def test_shapeless(rng):
+    c = fx.compile(lambda x, y: fx.exp(x) + y, shapeless=True)
+    for n in (3, 8, 1):
+        x = fx.array(rng.standard_normal((2, n)).astype(np.float32))
+        y = fx.array(rng.standard_normal((n,)).astype(np.float32))
+        _same(c(x, y), fx.exp(x) + y)
+    assert c.cache_info()[:2] == (2, 1)
+    with pytest.raises(ValueError, match="shapeless"):
+        fx.compile(lambda x: x[1:], shapeless=True)(fx.zeros((2, 3)))
+    flat = fx.compile(lambda x: x.reshape(-1), shapeless=True)
+    _same(flat(fx.ones((2, 3))), fx.ones((6,)))
+    with pytest.raises(ValueError, match="shapeless"):
+        flat(fx.zeros((2, 4)))
+
+
+def test_trees_and_constant_outputs(rng):
+    def f(d, pair):
+        return {"s": d["a"] + pair[0], "t": (pair[1] * 2, None, "tag")}
+
+    c = fx.compile(f)
+    a, b, e = (fx.array(rng.standard_normal((4,)).astype(np.float32)) for _ in range(3))
+    out = c({"a": a}, (b, e))
+    _same(out["s"], a + b)
+    _same(out["t"][0], e * 2)
+    assert out["t"][1:] == (None, "tag")
+
+
+def test_grad_of_compiled_and_compiled_grad(rng):
+    x = fx.array(rng.standard_normal((5, 7)).astype(np.float32))
+    loss = lambda x: gelu(x).sum()  # noqa: E731
+    want = fx.grad(loss)(x)
+    _same(fx.grad(fx.compile(loss))(x), want)
+    cg = fx.compile(fx.grad(loss))
+    _same(cg(x), want)
+    _same(cg(x), want)
+    assert cg.cache_info()[:2] == (1, 1)
+    # Forward mode and vmap through a compiled function.
+    t = fx.ones_like(x)
+    _same(fx.jvp(fx.compile(gelu), [x], [t])[1][0], fx.jvp(gelu, [x], [t])[1][0])
+    _same(fx.vmap(fx.compile(gelu), in_axes=1)(x), fx.vmap(gelu, in_axes=1)(x))
+
+
+def test_captured_state_trains_like_uncompiled(rng):
+    def make():
+        fx.random.seed(3)
+        model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 2))
+        return model, optim.Adam(learning_rate=1e-2)
+
+    x = fx.array(rng.standard_normal((32, 6)).astype(np.float32))
+    y = fx.array(rng.standard_normal((32, 2)).astype(np.float32))
+
+    def run(compiled):
+        model, opt = make()
+        loss_and_grad = nn.value_and_grad(model, lambda m, x, y: ((m(x) - y) ** 2).mean())
+
+        def step(x, y):
+            loss, grads = loss_and_grad(model, x, y)
+            opt.update(model, grads)
+            return loss
+
+        if compiled:
+            state = [model.state, opt.state]
+            step = fx.compile(step, inputs=state, outputs=state)
+        losses = [step(x, y).item() for _ in range(5)]
+        return losses, step
+
+    eager, _ = run(False)
+    compiled, step = run(True)
+    np.testing.assert_allclose(compiled, eager, rtol=1e-5)
+    assert compiled[-1] < compiled[0]
+    hits, misses, _ = step.cache_info()
+    assert hits >= 3 and misses <= 2
+
+
+def test_disable_and_enable_compile(rng):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + 1
+
+    c = fx.compile(f)
+    x = fx.zeros((2,))
+    fx.disable_compile()
+    try:
+        c(x)
+        c(x)
+    finally:
+        fx.enable_compile()
+    assert len(calls) == 2 and c.cache_info() == (0, 0, 0)
+    c(x)
+    c(x)
+    assert len(calls) == 3
+
+
+def test_decorator_forms_and_methods():
+    @fx.compile
+    def plain(x):
+        return x * 2
+
+    @partial(fx.compile, shapeless=True)
+    def partial_form(x):
+        return x * 3
+
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = fx.array([4.0, 5.0])
+
+        @fx.compile
+        def __call__(self, x):
+            return x * self.w
+
+    x = fx.ones((2,))
+    _same(plain(x), x * 2)
+    _same(partial_form(x), x * 3)
+    scale = Scale()
+    _same(scale(x), x * scale.w)
+    scale.w = fx.array([1.0, 2.0])
+    _same(scale(x), x * scale.w)
+    assert plain.__name__ == "plain"
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="eval"):
+        fx.compile(lambda x: x + x.item())(fx.ones(()))
+    with pytest.raises(ValueError, match="arguments must be trees"):
+        fx.compile(lambda x: x)(object())
+    with pytest.raises(ValueError, match="outputs must be"):
+        fx.compile(lambda x: object())(fx.ones(()))
+    with pytest.raises(ZeroDivisionError):
+        fx.compile(lambda x: 1 / 0)(fx.ones(()))
+
+
+def test_async_eval(rng):
+    x = fx.array(rng.standard_normal((4, 4)).astype(np.float32))
+    y = {"a": [fx.exp(x)], "b": (x * 2,)}
+    fx.async_eval(y)
+    _same(y["a"][0], fx.exp(x))
+    _same(y["b"][0], x * 2)
+    with pytest.raises(ValueError):
+        fx.async_eval(fx.ones((2,)) + fx.ones((3,)))
