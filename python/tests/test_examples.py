@@ -8,11 +8,16 @@ import sys
 
 import pytest
 
+import ferrox
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+# The examples import the ferrox this test imported (the repository's
+# python/ folder after `make build`, an installed wheel on a GPU machine).
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ferrox.__file__)))
 
 
 def run(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_DIR)
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 

@@ -464,3 +464,10 @@ def test_a_rust_panic_becomes_a_runtime_error():
         fx._core._panic_for_tests("again")
     except Exception as e:  # noqa: BLE001  (the point: an ordinary Exception)
         assert type(e) is RuntimeError
+
+
+def test_unstacking_more_arrays_than_memory_holds_is_a_memory_error():
+    # The fuzz found this aborting the process (a failed allocation).
+    view = fx.broadcast_to(fx.array([1, 2], dtype=fx.int8), (2**40, 2))
+    with pytest.raises(MemoryError, match="unstack"):
+        fx.unstack(view, axis=-2)

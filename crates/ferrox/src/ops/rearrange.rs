@@ -391,6 +391,13 @@ pub fn unstack(a: &Array, axis_: isize) -> Result<Vec<Array>> {
         return Err(Error::invalid("unstack", "No axis to unstack along in a 0-dimensional array."));
     }
     let ax = axis("unstack", axis_, a.ndim())?;
+    // Each output is a few graph nodes (under a kilobyte): a count the host
+    // cannot hold (a broadcast view of 2**30 rows) is a MemoryError, not an
+    // abort when an allocation fails.
+    let bytes = a.shape()[ax].saturating_mul(1024);
+    if bytes > crate::memory::physical_memory() {
+        return Err(Error::allocation_failed("unstack", bytes, "CPU"));
+    }
     (0..a.shape()[ax]).map(|i| squeeze(&slice_axis(a, ax, i, 1, 1)?, Some(&[ax as isize]))).collect()
 }
 
