@@ -170,21 +170,29 @@ class _CompiledFunction:
         dims = [(a.ndim if self._shapeless else tuple(a.shape), a.dtype) for a in arrays]
         return (key, tuple(dims))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not _core._compile_enabled():
-            return self._fun(*args, **kwargs)
+    def _prepare(self, args: tuple, kwargs: dict) -> Tuple[List[array], str, Tuple]:
+        """The flat arrays of a call (arguments, then captured state), its
+        key and its signature; records what a trace of it needs in
+        ``self._call`` (the caller clears it)."""
         parts: List[str] = []
         arg_arrays: List[array] = []
         template = _split((args, kwargs), parts, arg_arrays, "arguments")
         state = _state_arrays(self._inputs)
         key = f"{''.join(parts)}|{len(arg_arrays)}|{len(state)}"
         flat_in = arg_arrays + state
-        self._call = (template, len(arg_arrays), self._signature(flat_in, key))
+        signature = self._signature(flat_in, key)
+        self._call = (template, len(arg_arrays), signature)
+        return flat_in, key, signature
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _core._compile_enabled():
+            return self._fun(*args, **kwargs)
+        flat_in, key, signature = self._prepare(args, kwargs)
         try:
             flat = self._core(flat_in, key)
         finally:
             self._call = None
-        out_template, n_out = self._results[self._signature(flat_in, key)]
+        out_template, n_out = self._results[signature]
         result = _join(out_template, flat[:n_out], [])
         if self._outputs is not None:
             _fill_state(self._outputs, iter(flat[n_out:]))
@@ -229,13 +237,7 @@ class _CompiledFunction:
         """The primitives a call with these arguments replays, in order
         (fused elementwise groups appear as ``Compiled[...]``); traces if
         needed."""
-        parts: List[str] = []
-        arg_arrays: List[array] = []
-        template = _split((args, kwargs), parts, arg_arrays, "arguments")
-        state = _state_arrays(self._inputs)
-        key = f"{''.join(parts)}|{len(arg_arrays)}|{len(state)}"
-        flat_in = arg_arrays + state
-        self._call = (template, len(arg_arrays), self._signature(flat_in, key))
+        flat_in, key, _ = self._prepare(args, kwargs)
         try:
             return self._core.graph(flat_in, key, fused)
         finally:
