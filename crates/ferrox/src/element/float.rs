@@ -132,7 +132,7 @@ fn logaddexp_f64(a: f64, b: f64) -> f64 {
 }
 
 macro_rules! real_float {
-    ($t:ty, $dt:ident, to = $to:expr, from = $from:expr, from_f64 = $from64:expr, exp = $exp:expr) => {
+    ($t:ty, $dt:ident, to = $to:expr, from = $from:expr, from_f64 = $from64:expr, exp = $exp:expr, erf = $erf:expr) => {
         impl Element for $t {
             const DTYPE: Dtype = Dtype::$dt;
             #[inline(always)]
@@ -352,8 +352,9 @@ macro_rules! real_float {
                 let v = ($to)(self);
                 ($from)(1.0 / (1.0 + ($exp)(-v)))
             }
+            #[inline(always)]
             fn erf(self) -> Self {
-                ($from64)(libm::erf(($to)(self) as f64))
+                ($from)(($erf)(($to)(self)))
             }
             fn erfinv(self) -> Self {
                 ($from64)(erfinv_f64(($to)(self) as f64))
@@ -371,7 +372,8 @@ real_float!(
     to = f16::to_f32,
     from = f16::from_f32,
     from_f64 = f16::from_f64,
-    exp = crate::backend::cpu::math::exp_f32
+    exp = crate::backend::cpu::math::exp_f32,
+    erf = crate::backend::cpu::math::erf_f32
 );
 real_float!(
     bf16,
@@ -379,7 +381,8 @@ real_float!(
     to = bf16::to_f32,
     from = bf16::from_f32,
     from_f64 = bf16::from_f64,
-    exp = crate::backend::cpu::math::exp_f32
+    exp = crate::backend::cpu::math::exp_f32,
+    erf = crate::backend::cpu::math::erf_f32
 );
 real_float!(
     f32,
@@ -387,9 +390,10 @@ real_float!(
     to = (|x: f32| x),
     from = (|x: f32| x),
     from_f64 = (|x: f64| x as f32),
-    exp = crate::backend::cpu::math::exp_f32
+    exp = crate::backend::cpu::math::exp_f32,
+    erf = crate::backend::cpu::math::erf_f32
 );
-real_float!(f64, F64, to = (|x: f64| x), from = (|x: f64| x), from_f64 = (|x: f64| x), exp = f64::exp);
+real_float!(f64, F64, to = (|x: f64| x), from = (|x: f64| x), from_f64 = (|x: f64| x), exp = f64::exp, erf = libm::erf);
 
 #[cfg(test)]
 mod tests {

@@ -96,7 +96,7 @@ pub fn scatter<T: Copy>(out: &mut [T], window: &Layout, src: &[T]) {
 }
 
 /// `out[i] = f(x[i])` over contiguous slices, multithreaded when large and
-/// compiled for AVX+FMA when the processor has them.
+/// compiled for AVX2+FMA when the processor has them.
 pub fn map_contiguous<T: Copy + Sync, U: Send>(x: &[T], out: &mut [U], f: impl Fn(T) -> U + Sync) {
     let serial = |x: &[T], o: &mut [U]| simd_dispatch::map1(x, o, &f);
     if out.len() >= PARALLEL_THRESHOLD {
@@ -122,7 +122,7 @@ pub fn zip_contiguous<T: Copy + Sync, U: Send>(a: &[T], b: &[T], out: &mut [U], 
 }
 
 /// The same loops compiled twice: for the baseline target and, on x86-64,
-/// for AVX+FMA, chosen at run time.
+/// for AVX2+FMA, chosen at run time.
 mod simd_dispatch {
     #[inline(always)]
     fn map1_body<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
@@ -139,21 +139,21 @@ mod simd_dispatch {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx,fma")]
-    unsafe fn map1_avx<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn map1_avx2<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
         map1_body(x, o, f)
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx,fma")]
-    unsafe fn map2_avx<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn map2_avx2<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
         map2_body(a, b, o, f)
     }
 
-    fn has_avx_fma() -> bool {
+    fn has_avx2_fma() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("fma")
+            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -163,18 +163,18 @@ mod simd_dispatch {
 
     pub fn map1<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
         #[cfg(target_arch = "x86_64")]
-        if has_avx_fma() {
-            // SAFETY: the processor supports AVX and FMA (checked above).
-            return unsafe { map1_avx(x, o, f) };
+        if has_avx2_fma() {
+            // SAFETY: the processor supports AVX2 and FMA (checked above).
+            return unsafe { map1_avx2(x, o, f) };
         }
         map1_body(x, o, f)
     }
 
     pub fn map2<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
         #[cfg(target_arch = "x86_64")]
-        if has_avx_fma() {
-            // SAFETY: the processor supports AVX and FMA (checked above).
-            return unsafe { map2_avx(a, b, o, f) };
+        if has_avx2_fma() {
+            // SAFETY: the processor supports AVX2 and FMA (checked above).
+            return unsafe { map2_avx2(a, b, o, f) };
         }
         map2_body(a, b, o, f)
     }
