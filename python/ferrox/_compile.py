@@ -228,6 +228,12 @@ class _CompiledFunction:
         a trace, calls that traced, and traces held."""
         return self._core.cache_info()
 
+    def graph_info(self) -> Tuple[int, int, int]:
+        """``(captured, refused, launches)`` of graph replay: traces whose
+        kernels were captured into a CUDA graph, traces whose capture failed
+        (they run kernel by kernel), and calls that replayed a graph."""
+        return self._core.graph_info()
+
     def clear_cache(self) -> None:
         """Drops every trace (the next call traces again)."""
         self._core.clear_cache()
@@ -252,7 +258,11 @@ def compile(
 ) -> Callable:
     """Returns a compiled version of ``fun``: traced once per signature,
     simplified (common subexpressions, constants, dead code), with chains of
-    elementwise ops fused into one kernel, cached and replayed.
+    elementwise ops fused into one kernel, cached and replayed. On the GPU,
+    a function of many small kernels is captured into a CUDA graph on its
+    second call and replayed with one launch from then on (the environment
+    variable ``FERROX_GRAPH_REPLAY`` = ``auto``, ``always`` or ``never``
+    says when).
 
     Args:
         fun: the function (arrays or trees of arrays and constants in,

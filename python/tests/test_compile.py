@@ -66,6 +66,112 @@ def test_structural_ops_compiled_equal_uncompiled(case):
         assert same(g, w)
 
 
+@pytest.fixture
+def replay_always():
+    """Every compiled call with fixed shapes runs as one recorded graph (a
+    CUDA graph on the GPU, op by op on the CPU)."""
+    old = fx._core._set_graph_replay("always")
+    yield
+    fx._core._set_graph_replay(old)
+
+
+def _check_replays(compiled, fun, args, device):
+    """Three calls (op by op, capture, replay) equal the uncompiled
+    function; on the GPU the graph was captured and replayed, or refused
+    (returned so the caller can say which functions may be)."""
+    want = fun(*args)
+    want = list(want) if isinstance(want, (list, tuple)) else [want]
+    for _ in range(3):
+        got = compiled(*args)
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert same(g, w)
+    captured, refused, launches = compiled.graph_info()
+    if device == "gpu":
+        why = compiled._core.graph_refusals()
+        assert (captured, launches) == (1, 2) or refused == 1, (captured, refused, launches, why)
+    else:
+        assert (captured, refused, launches) == (0, 0, 0)
+    return refused == 1
+
+
+@pytest.mark.parametrize("op,dtype", REGISTRY_CASES, ids=[f"{o.name}-{d}" for o, d in REGISTRY_CASES])
+def test_registry_ops_replay_as_graphs(op, dtype, rng, device, replay_always):
+    """Each op on reversed (strided) inputs, then a reduction of its
+    result: one recorded graph of two kernels or more, three calls."""
+    f = getattr(fx, op.name)
+    shape = (5, 33)
+    xs = [to_fx(samples(rng, shape, dtype, op.domain, arg=i), dtype) for i in range(op.arity)]
+
+    def chain(*args):
+        y = f(*[a[::-1] for a in args])
+        return y, y.sum(axis=0)
+
+    compiled = fx.compile(chain)
+    assert not _check_replays(compiled, chain, xs, device), compiled._core.graph_refusals()
+
+
+# Structural cases whose graphs may not capture into a CUDA graph.
+MAY_REFUSE = set()
+
+
+@pytest.mark.parametrize("case", _structural_cases(), ids=lambda c: c[0])
+def test_structural_ops_replay_as_graphs(case, device, replay_always):
+    """Gathers, scatters, scans, sorts, views, convolutions, random bits,
+    optimizer steps and fast ops captured into one graph and replayed."""
+    name, fun, args = case
+    compiled = fx.compile(fun)
+    refused = _check_replays(compiled, fun, args, device)
+    assert not refused or name in MAY_REFUSE, (name, compiled._core.graph_refusals())
+
+
+def test_small_kernel_chains_replay_by_default(rng, device):
+    """Under the default policy a chain of small kernels on the GPU is
+    captured and replayed; new inputs of the same shapes give new results."""
+    w = fx.array(rng.standard_normal((16, 16)).astype(np.float32) * 0.25)
+
+    def chain(x, w):
+        for i in range(8):
+            x = x @ w
+            x = fx.tanh(x) if i % 2 else x * 0.5
+        return x, x.sum()
+
+    c = fx.compile(chain)
+    for _ in range(4):
+        x = fx.array(rng.standard_normal((16, 16)).astype(np.float32))
+        for got, want in zip(c(x, w), chain(x, w)):
+            _same(got, want)
+    captured, refused, launches = c.graph_info()
+    assert (captured, refused, launches) == ((1, 0, 3) if device == "gpu" else (0, 0, 0))
+
+
+def test_replayed_outputs_are_new_arrays(rng, device, replay_always):
+    """An output held from one replay keeps its values after the next; an
+    output that is an input, a view of one or a constant comes back right."""
+    k = fx.array(np.arange(4, dtype=np.float32))
+
+    def f(x):
+        return x, x.reshape(2, 2), fx.exp(x) + k, k
+
+    c = fx.compile(f)
+    firsts = []
+    for i in range(4):
+        x = fx.array(np.full(4, float(i), dtype=np.float32))
+        out = c(x)
+        firsts.append(out[2])
+        _same(out[0], x)
+        _same(out[1], x.reshape(2, 2))
+        _same(out[3], k)
+    for i, first in enumerate(firsts):
+        _same(first, fx.exp(fx.array(np.full(4, float(i), dtype=np.float32))) + k)
+
+
+def test_graph_replay_policy_errors():
+    with pytest.raises(ValueError, match="auto"):
+        fx._core._set_graph_replay("sometimes")
+
+
 def test_gelu_is_one_fused_node_bit_for_bit(rng):
     x = fx.array(rng.standard_normal((64, 257)).astype(np.float32))
     g = fx.compile(gelu)

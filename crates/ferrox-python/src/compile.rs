@@ -68,6 +68,18 @@ impl PyCompiled {
         (s.hits, s.misses, s.entries)
     }
 
+    /// `(captured, refused, launches)`: traces whose graph was captured for
+    /// replay (a CUDA graph), traces whose capture failed, and replays.
+    fn graph_info(&self) -> (usize, usize, usize) {
+        let s = self.inner.stats();
+        (s.graphs_captured, s.graphs_refused, s.graph_launches)
+    }
+
+    /// Why captures were refused, one line per refused trace.
+    fn graph_refusals(&self) -> Vec<String> {
+        self.inner.graph_refusals()
+    }
+
     /// Drops every trace.
     fn clear_cache(&self) {
         self.inner.clear_cache();
@@ -99,11 +111,35 @@ fn _compile_enabled() -> bool {
     compile::is_compile_enabled()
 }
 
+/// Sets when compiled calls replay recorded graphs ("auto", "always" or
+/// "never"; see `ferrox::transforms::compile::GraphReplay`) and returns the
+/// previous setting.
+#[pyfunction]
+fn _set_graph_replay(policy: &str) -> PyResult<&'static str> {
+    use compile::GraphReplay;
+    let policy = match policy {
+        "auto" => GraphReplay::Auto,
+        "always" => GraphReplay::Always,
+        "never" => GraphReplay::Never,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "[compile] Graph replay is \"auto\", \"always\" or \"never\", not {other:?}."
+            )))
+        }
+    };
+    Ok(match compile::set_graph_replay(policy) {
+        GraphReplay::Auto => "auto",
+        GraphReplay::Always => "always",
+        GraphReplay::Never => "never",
+    })
+}
+
 /// Adds compile's entry points to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCompiled>()?;
     m.add_function(wrap_pyfunction!(enable_compile, m)?)?;
     m.add_function(wrap_pyfunction!(disable_compile, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_graph_replay, m)?)?;
     Ok(())
 }

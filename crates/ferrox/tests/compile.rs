@@ -226,3 +226,29 @@ fn fused_nodes_differentiate_and_batch_like_their_steps() -> Result<()> {
     assert_eq!(batched[0].to_vec::<f32>()?, want[0].to_vec::<f32>()?);
     Ok(())
 }
+
+#[test]
+fn graph_replay_runs_the_whole_graph_as_one_node() -> Result<()> {
+    use ferrox::transforms::compile::{graph_replay, set_graph_replay, GraphReplay};
+    let previous = set_graph_replay(GraphReplay::Always);
+    assert_eq!(graph_replay(), GraphReplay::Always);
+    let k = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3])?;
+    let kc = k.clone();
+    let f = move |xs: &[Array]| -> Result<Vec<Array>> {
+        let s = ops::sum(&ops::multiply(&xs[0], &xs[0])?, None, false)?;
+        Ok(vec![ops::add(&gelu(&xs[0])?, &kc)?, s, xs[0].clone(), kc.clone()])
+    };
+    let c = compile(f.clone(), false);
+    for seed in 0..3 {
+        let x = randn(&[3], seed)?;
+        let (got, want) = (c.call(std::slice::from_ref(&x))?, f(std::slice::from_ref(&x))?);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.to_vec::<f32>()?, w.to_vec::<f32>()?);
+        }
+    }
+    // The CPU runs the graph op by op: nothing is captured.
+    let stats = c.stats();
+    assert_eq!((stats.misses, stats.hits, stats.graphs_captured, stats.graph_launches), (1, 2, 0, 0));
+    set_graph_replay(previous);
+    Ok(())
+}

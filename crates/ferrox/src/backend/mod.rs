@@ -13,6 +13,7 @@ mod custom_kernel;
 pub mod dispatcher;
 mod fast_op;
 pub mod fused;
+pub mod replay;
 mod update_rule;
 
 pub use custom_kernel::{
@@ -21,6 +22,7 @@ pub use custom_kernel::{
 pub use fast_op::{AttentionMask, AttentionParams, FastOp, RopeParams};
 pub use update_rule::UpdateRule;
 
+use crate::array::ArrayData;
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -635,6 +637,20 @@ pub trait Backend: Send + Sync {
         inputs: &[(&Storage, Layout)],
         shape: &[usize],
     ) -> Result<Vec<Storage>>;
+
+    /// Runs a compiled graph through its replay slot: `run` computes the
+    /// outputs from `inputs` with this backend's kernels. Backends that can
+    /// record the launches (CUDA graphs) replay the recording on later
+    /// calls; the others call `run`.
+    fn replay(
+        &self,
+        slot: &replay::ReplaySlot,
+        inputs: &[ArrayData],
+        run: &replay::GraphRun,
+    ) -> Result<Vec<ArrayData>> {
+        let _ = slot;
+        run(inputs)
+    }
 }
 
 mod conv_params;

@@ -2,10 +2,9 @@
 
 use super::file::{self, ConstantRecord, Header, NodeRecord, Ref, TraceRecord};
 use super::Kwargs;
-use crate::array::{Array, ArrayData};
-use crate::backend::Backend;
+use crate::array::Array;
 use crate::error::{Error, Result};
-use crate::primitives::{no_input_rules, opaque_primitive, OutputSpec, Primitive};
+use crate::primitives::{OutputSpec, Placeholder};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -16,26 +15,6 @@ pub type ExportFn = dyn Fn(&[Array], &Kwargs) -> Result<Vec<Array>>;
 
 const OP: &str = "export_function";
 
-/// A stand-in for an argument while a function is traced: it has a shape
-/// and a dtype but no value, so evaluating anything computed from it fails.
-#[derive(Debug)]
-struct Placeholder;
-
-opaque_primitive!(Placeholder);
-
-impl Primitive for Placeholder {
-    fn name(&self) -> &'static str {
-        "placeholder"
-    }
-    fn eval(&self, _: &dyn Backend, _: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        Err(Error::invalid(
-            OP,
-            "Cannot evaluate an array computed from the function's inputs while the function is traced for export.",
-        ))
-    }
-    no_input_rules!();
-}
-
 /// The shapes and dtypes of positional and keyword arguments: what a trace
 /// is recorded for, and what a call must match.
 pub(crate) fn signature(args: &[Array], kwargs: &Kwargs) -> (Vec<OutputSpec>, Vec<(String, OutputSpec)>) {
@@ -44,7 +23,13 @@ pub(crate) fn signature(args: &[Array], kwargs: &Kwargs) -> (Vec<OutputSpec>, Ve
 
 /// Placeholders with the shapes and dtypes of `args` and `kwargs`.
 fn placeholders(args: &[Array], kwargs: &Kwargs) -> Result<(Vec<Array>, Kwargs)> {
-    let stand_in = |a: &Array| Array::from_primitive(a.shape().to_vec(), a.dtype(), Placeholder, vec![]);
+    let stand_in = |a: &Array| {
+        Placeholder::stand_in(
+            a,
+            OP,
+            "Cannot evaluate an array computed from the function's inputs while the function is traced for export.",
+        )
+    };
     let positional = args.iter().map(stand_in).collect::<Result<Vec<_>>>()?;
     let keyword = kwargs.iter().map(|(k, a)| Ok((k.clone(), stand_in(a)?))).collect::<Result<Kwargs>>()?;
     Ok((positional, keyword))
@@ -97,6 +82,7 @@ fn trace(
     shapeless: bool,
     constants: &mut Constants,
 ) -> Result<TraceRecord> {
+    let _recording = crate::transforms::compile::RecordingGuard::new();
     let (positional, keyword) = placeholders(args, kwargs)?;
     let outputs = fun(&positional, &keyword)?;
     let mut refs: HashMap<usize, Ref> =

@@ -6,6 +6,12 @@
 //! then guarantees that earlier kernels finished with it. Readers on other
 //! streams are recorded, and freeing such a buffer makes its home stream
 //! wait for them first.
+//!
+//! While a stream is captured into a CUDA graph ([`begin_capture`]), the
+//! buffers allocated on it are the graph's: freed ones go to the capture's
+//! own arena (reused only by later work of the same capture) and stay the
+//! graph's after the capture ends, so replays never write memory that
+//! another array was handed.
 
 use super::device::{driver_error, gpu};
 use super::stream::{stream, synchronize_all, GpuStream};
@@ -13,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::memory;
 use cudarc::driver::{result, sys};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Buffers up to this size are rounded to 512 bytes, larger ones to 2 MiB.
@@ -81,10 +88,92 @@ fn bucket(bytes: usize) -> usize {
     }
 }
 
+/// The buffers of a stream capture: those allocated during it, and the
+/// freed ones among them by bucket size.
+#[derive(Debug, Default)]
+pub(crate) struct Arena {
+    stream: usize,
+    owned: HashSet<sys::CUdeviceptr>,
+    free: HashMap<usize, Vec<sys::CUdeviceptr>>,
+}
+
+/// Whether a capture is under way (the fast check before [`CAPTURE`]).
+static CAPTURING: AtomicBool = AtomicBool::new(false);
+static CAPTURE: Mutex<Option<Arena>> = Mutex::new(None);
+
+fn with_capture<R>(f: impl FnOnce(&mut Option<Arena>) -> R) -> R {
+    f(&mut CAPTURE.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Starts routing the allocations of `stream` to a capture's arena (one
+/// capture at a time; the caller serializes them).
+pub(crate) fn begin_capture(stream: &GpuStream) {
+    with_capture(|c| *c = Some(Arena { stream: stream.index, owned: HashSet::new(), free: HashMap::new() }));
+    CAPTURING.store(true, Ordering::SeqCst);
+}
+
+/// Ends the capture begun by [`begin_capture`]: the arena's free buffers
+/// now belong to the caller (a captured graph writes them on each replay).
+pub(crate) fn end_capture() -> Arena {
+    CAPTURING.store(false, Ordering::SeqCst);
+    with_capture(|c| c.take()).unwrap_or_default()
+}
+
+/// Whether `ptr` was allocated during the capture under way.
+pub(crate) fn allocated_in_capture(ptr: sys::CUdeviceptr) -> bool {
+    with_capture(|c| c.as_ref().is_some_and(|a| a.owned.contains(&ptr)))
+}
+
+impl Drop for Arena {
+    /// Gives the free buffers back to the cache of the captured stream:
+    /// work enqueued there later runs after the graph's replays.
+    fn drop(&mut self) {
+        let free = std::mem::take(&mut self.free);
+        with_pool(|p| {
+            for (size, ptrs) in free {
+                p.active -= size * ptrs.len();
+                p.cached += size * ptrs.len();
+                p.free.entry((self.stream, size)).or_default().extend(ptrs);
+            }
+        });
+    }
+}
+
+/// A buffer from the arena of the capture under way on `stream`, if there
+/// is one of that size.
+fn from_arena(stream: &GpuStream, size: usize) -> Option<sys::CUdeviceptr> {
+    with_capture(|c| c.as_mut().filter(|a| a.stream == stream.index)?.free.get_mut(&size)?.pop())
+}
+
+/// Keeps a buffer freed during the capture of its stream in the arena,
+/// if the capture allocated it; false when it is not the capture's.
+fn to_arena(stream: &GpuStream, ptr: sys::CUdeviceptr, size: usize) -> bool {
+    with_capture(|c| match c.as_mut() {
+        Some(a) if a.stream == stream.index && a.owned.contains(&ptr) => {
+            a.free.entry(size).or_default().push(ptr);
+            true
+        }
+        _ => false,
+    })
+}
+
 /// A buffer of at least `bytes` bytes whose first use is on `stream`.
 pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBuffer> {
     let dev = gpu()?;
     let size = bucket(bytes);
+    let capturing = CAPTURING.load(Ordering::SeqCst);
+    if capturing {
+        if let Some(ptr) = from_arena(stream, size) {
+            memory::on_alloc(size);
+            return Ok(DeviceBuffer {
+                ptr,
+                size,
+                home: stream.clone(),
+                readers: Mutex::new(Vec::new()),
+                foreign: None,
+            });
+        }
+    }
     let reused = with_pool(|p| {
         let ptr = p.free.get_mut(&(stream.index, size)).and_then(|v| v.pop());
         if ptr.is_some() {
@@ -126,6 +215,13 @@ pub(crate) fn allocate(bytes: usize, stream: &Arc<GpuStream>) -> Result<DeviceBu
             ptr
         }
     };
+    if capturing {
+        with_capture(|c| {
+            if let Some(a) = c.as_mut().filter(|a| a.stream == stream.index) {
+                a.owned.insert(ptr);
+            }
+        });
+    }
     memory::on_alloc(size);
     Ok(DeviceBuffer { ptr, size, home: stream.clone(), readers: Mutex::new(Vec::new()), foreign: None })
 }
@@ -172,6 +268,9 @@ impl Drop for DeviceBuffer {
             return;
         }
         memory::on_free(self.size);
+        if CAPTURING.load(Ordering::SeqCst) && to_arena(&self.home, self.ptr, self.size) {
+            return;
+        }
         let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
         for r in &readers {
             // Work enqueued later on the home stream (which may reuse this

@@ -18,6 +18,7 @@ mod elementwise;
 mod fast;
 pub mod fused;
 mod gather;
+mod graph;
 pub mod kernels;
 mod launch;
 mod matmul;
@@ -31,6 +32,7 @@ mod storage;
 mod stream;
 
 pub use device::is_available;
+pub(crate) use graph::CapturedGraph;
 pub use matmul::set_allow_tf32;
 pub use storage::CudaStorage;
 
@@ -271,6 +273,15 @@ impl Backend for CudaBackend {
 
     fn bitcast(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {
         wrap(elementwise::bitcast(&self.stream, self.input(x)?, layout, dtype)?)
+    }
+
+    fn replay(
+        &self,
+        slot: &super::replay::ReplaySlot,
+        inputs: &[crate::array::ArrayData],
+        run: &super::replay::GraphRun,
+    ) -> Result<Vec<crate::array::ArrayData>> {
+        graph::replay(&self.stream, slot, inputs, run)
     }
 
     fn copy(&self, x: &Storage, layout: &Layout, dtype: Dtype) -> Result<Storage> {

@@ -14,6 +14,10 @@
 //!   results are ordinary lazy arrays. Under `grad`/`vjp`/`jvp`/`vmap` the
 //!   unfused (simplified) graph is replayed, so the derivative and batching
 //!   rules see the original primitives.
+//! - **Graph replay** ([`graph`]): a function of many small kernels on the
+//!   GPU becomes one node instead, whose kernels are captured into a CUDA
+//!   graph on its second call and replayed with one launch afterwards
+//!   ([`GraphReplay`] says when).
 //!
 //! A call matches a trace when its arguments have the traced dtypes and
 //! shapes (numbers of dimensions for shapeless functions), the caller's key
@@ -24,8 +28,12 @@
 //! directly.
 
 mod fuse;
+mod graph;
 mod simplify;
 mod tape;
+
+pub(crate) use graph::RecordingGuard;
+pub use graph::{graph_replay, set_graph_replay, GraphReplay};
 
 use crate::array::Array;
 use crate::device::{current_stream, Stream};
@@ -68,6 +76,8 @@ struct Entry {
     plain: Tape,
     /// The same graph with its elementwise chains fused.
     fused: Tape,
+    /// The fused graph as one node, for recorded replay (fixed shapes only).
+    graph: Option<Arc<graph::GraphCall>>,
 }
 
 /// Counts of a compiled function's cache.
@@ -79,6 +89,12 @@ pub struct CacheStats {
     pub misses: usize,
     /// Traces held.
     pub entries: usize,
+    /// Traces whose graph was captured for replay (a CUDA graph).
+    pub graphs_captured: usize,
+    /// Traces whose graph could not be captured (they run op by op).
+    pub graphs_refused: usize,
+    /// Calls that replayed a captured graph.
+    pub graph_launches: usize,
 }
 
 /// The function signature a compiled function is given: arrays in, arrays out.
@@ -136,8 +152,13 @@ impl CompiledFunction {
             return (self.fun)(inputs);
         }
         let entry = self.entry(inputs, key)?;
-        let tape = if crate::transforms::autodiff::is_tracing() { &entry.plain } else { &entry.fused };
-        tape.replay(inputs, self.shapeless)
+        if crate::transforms::autodiff::is_tracing() {
+            return entry.plain.replay(inputs, self.shapeless);
+        }
+        match &entry.graph {
+            Some(g) if g.wanted(inputs) => g.call(inputs),
+            _ => entry.fused.replay(inputs, self.shapeless),
+        }
     }
 
     /// The trace for a call with `inputs` and `key`, traced now if there is
@@ -176,22 +197,40 @@ impl CompiledFunction {
         let mut plain = tape::trace(&*self.fun, inputs, self.shapeless)?;
         simplify::simplify(&mut plain);
         let fused = fuse::fuse(&plain);
+        let graph = if self.shapeless { None } else { graph::GraphCall::new(&fused, stream).map(Arc::new) };
         Ok(Entry {
             key: key.to_string(),
             stream,
             inputs: inputs.iter().map(|a| (a.dtype(), a.shape().to_vec())).collect(),
             plain,
             fused,
+            graph,
         })
     }
 
     /// Hits, misses and traces held.
     pub fn stats(&self) -> CacheStats {
-        CacheStats {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stats = CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            entries: self.entries.lock().unwrap_or_else(|e| e.into_inner()).len(),
+            entries: entries.len(),
+            ..CacheStats::default()
+        };
+        for g in entries.iter().filter_map(|e| e.graph.as_ref()) {
+            let r = g.stats();
+            stats.graphs_captured += r.captured as usize;
+            stats.graphs_refused += r.refused.is_some() as usize;
+            stats.graph_launches += r.launches;
         }
+        stats
+    }
+
+    /// Why the graphs of traces that could not be captured for replay were
+    /// refused (one line per such trace).
+    pub fn graph_refusals(&self) -> Vec<String> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.iter().filter_map(|e| e.graph.as_ref()?.stats().refused).collect()
     }
 
     /// Drops every trace (the next call traces again).

@@ -6,7 +6,7 @@ use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
 use crate::device::Stream;
 use crate::error::{Error, Result};
-use crate::primitives::{no_input_rules, opaque_primitive, OutputSpec, Primitive};
+use crate::primitives::{OutputSpec, Placeholder, Primitive};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -43,33 +43,20 @@ pub(crate) struct Tape {
     pub(crate) outputs: Vec<Ref>,
 }
 
-/// A stand-in for an argument while a function is traced: it has a shape
-/// and a dtype but no value.
-#[derive(Debug)]
-struct Placeholder;
-
-opaque_primitive!(Placeholder);
-
-impl Primitive for Placeholder {
-    fn name(&self) -> &'static str {
-        "placeholder"
-    }
-    fn eval(&self, _: &dyn Backend, _: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        Err(Error::invalid(
-            OP,
-            "Attempting to eval an array during function transformations like compile or vmap is not allowed.",
-        ))
-    }
-    no_input_rules!();
-}
-
 /// Calls `fun` on placeholders shaped like `args` and records its graph.
 /// With `shapeless`, primitives whose parameters hold the traced shapes
 /// are refused.
 pub(crate) fn trace(fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>, args: &[Array], shapeless: bool) -> Result<Tape> {
+    let _recording = super::RecordingGuard::new();
     let placeholders = args
         .iter()
-        .map(|a| Array::from_primitive(a.shape().to_vec(), a.dtype(), Placeholder, vec![]))
+        .map(|a| {
+            Placeholder::stand_in(
+                a,
+                OP,
+                "Attempting to eval an array during function transformations like compile or vmap is not allowed.",
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let outputs = fun(&placeholders)?;
     let mut refs: HashMap<usize, Ref> =
@@ -136,10 +123,22 @@ impl Tape {
     /// recorded streams. With `shapeless`, each node's outputs are inferred
     /// from its inputs' shapes instead of taken from the trace.
     pub(crate) fn replay(&self, inputs: &[Array], shapeless: bool) -> Result<Vec<Array>> {
+        self.replay_with(inputs, &self.constants, shapeless, &self.outputs)
+    }
+
+    /// [`Tape::replay`] reading `constants` in place of the recorded ones,
+    /// returning the values `wanted` refers to.
+    pub(crate) fn replay_with(
+        &self,
+        inputs: &[Array],
+        constants: &[Array],
+        shapeless: bool,
+        wanted: &[Ref],
+    ) -> Result<Vec<Array>> {
         let mut values: Vec<Vec<Array>> = Vec::with_capacity(self.nodes.len());
         let value = |r: Ref, values: &[Vec<Array>]| match r {
             Ref::Input(i) => inputs[i].clone(),
-            Ref::Constant(i) => self.constants[i].clone(),
+            Ref::Constant(i) => constants[i].clone(),
             Ref::Node(k, j) => values[k][j].clone(),
         };
         for node in &self.nodes {
@@ -153,7 +152,47 @@ impl Tape {
             };
             values.push(Array::siblings_on_stream(specs, node.primitive.clone(), args, node.stream)?);
         }
-        Ok(self.outputs.iter().map(|&r| value(r, &values)).collect())
+        Ok(wanted.iter().map(|&r| value(r, &values)).collect())
+    }
+
+    /// Runs the nodes on evaluated data with `backend`, op by op: `args`
+    /// holds the inputs, then the constants. Returns the values `wanted`
+    /// refers to; each other value is dropped after its last reader.
+    pub(crate) fn run(&self, backend: &dyn Backend, args: &[ArrayData], wanted: &[Ref]) -> Result<Vec<ArrayData>> {
+        let n = self.input_specs.len();
+        let mut last_reader: Vec<usize> = vec![0; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for &r in &node.inputs {
+                if let Ref::Node(k, _) = r {
+                    last_reader[k] = i;
+                }
+            }
+        }
+        for &r in wanted {
+            if let Ref::Node(k, _) = r {
+                last_reader[k] = usize::MAX;
+            }
+        }
+        let mut values: Vec<Option<Vec<ArrayData>>> = Vec::with_capacity(self.nodes.len());
+        let value = |r: Ref, values: &[Option<Vec<ArrayData>>]| match r {
+            Ref::Input(i) => args[i].clone(),
+            Ref::Constant(i) => args[n + i].clone(),
+            Ref::Node(k, j) => values[k].as_ref().expect("a node's inputs are computed before it and kept")[j].clone(),
+        };
+        for (i, node) in self.nodes.iter().enumerate() {
+            let inputs: Vec<ArrayData> = node.inputs.iter().map(|&r| value(r, &values)).collect();
+            let name = node.primitive.name();
+            let outputs = node.primitive.eval(backend, &inputs, &node.outputs).map_err(|e| e.in_op(name))?;
+            values.push(Some(outputs));
+            for &r in &node.inputs {
+                if let Ref::Node(k, _) = r {
+                    if last_reader[k] == i {
+                        values[k] = None;
+                    }
+                }
+            }
+        }
+        Ok(wanted.iter().map(|&r| value(r, &values)).collect())
     }
 
     /// How many nodes read each node output, by reference.
