@@ -394,7 +394,7 @@ def clear_streams() -> Any:
 def clip(a: _ArrayLike, /, a_min: Any, a_max: Any, *, stream: Stream | Device | None = ...) -> array:
     """`a` limited to `[a_min, a_max]` (either bound may be None, not both)."""
 def compile(fun: Callable[..., Any] | None = ..., inputs: Any | None = ..., outputs: Any | None = ..., shapeless: bool = ...) -> Callable[..., Any]:
-    """Returns a compiled version of ``fun``: traced once per signature, simplified (common subexpressions, constants, dead code), with chains of elementwise ops fused into one kernel, cached and replayed."""
+    """Returns a compiled version of ``fun``: traced once per signature, simplified (common subexpressions, constants, dead code), with chains of elementwise ops fused into one kernel, cached and replayed. On the GPU, a function of many small kernels is captured into a CUDA graph on its second call and replayed with one launch from then on (the environment variable ``FERROX_GRAPH_REPLAY`` = ``auto``, ``always`` or ``never`` says when)."""
 complex64: Dtype
 complexfloating: DtypeCategory
 def concat(arrays: Sequence[_ArrayLike], axis: int | Sequence[int] = ..., *, stream: Stream | Device | None = ...) -> array:
