@@ -97,6 +97,7 @@ def ferrox_rows(args, rows):
         fx.eval(s, w)
         rows[f"{args.small_ops} small ops eager"] = (median_time(lambda: fx.eval(chain(s, w)), sync, 1, args.repeats), None)
         rows[f"{args.small_ops} small ops compiled"] = (median_time(lambda: fx.eval(cchain(s, w)), sync, 2, args.repeats), None)
+        print("graph replay (captured, refused, launches) of the small ops:", cchain.graph_info())
     if want("train"):
         import ferrox.nn as nn
         import ferrox.optimizers as optim
@@ -117,6 +118,7 @@ def ferrox_rows(args, rows):
         cstep = fx.compile(step, inputs=state, outputs=state)
         rows["mlp train step eager"] = (median_time(lambda: fx.eval(step(), state), sync, 2, args.repeats), None)
         rows["mlp train step compiled"] = (median_time(lambda: fx.eval(cstep(), state), sync, 3, args.repeats), None)
+        print("graph replay (captured, refused, launches) of the train step:", cstep.graph_info())
 
 
 def torch_rows(args, rows):

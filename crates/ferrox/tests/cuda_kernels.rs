@@ -147,7 +147,10 @@ fn fused_kernels_compile_for_every_real_dtype() {
         assert_eq!(module_dtype(&program), Some(d), "{d}");
         let dense = [InputMode::Contiguous, InputMode::Row, InputMode::Scalar];
         let strided = [InputMode::Strided, InputMode::Contiguous, InputMode::Row];
+        // A broadcast scalar second operand (division by a scalar has its own code).
+        let scalar = [InputMode::Contiguous, InputMode::Scalar, InputMode::Scalar];
         units.push((format!("fused_vector_{d}"), kernel_source(&program, d, &dense, true), vec!["fx_fused".into()]));
+        units.push((format!("fused_scalar_{d}"), kernel_source(&program, d, &scalar, true), vec!["fx_fused".into()]));
         units.push((
             format!("fused_strided_{d}"),
             kernel_source(&program, d, &strided, false),

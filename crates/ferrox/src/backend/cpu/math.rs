@@ -79,8 +79,9 @@ pub fn erf_f32(x: f32) -> f32 {
     let s = x * x;
     let small = C0_HI.mul_add(x, C0_LO.mul_add(x, (x * s) * horner(&R, s)));
     let t = a.min(4.0);
-    let large = (1.0 - exp_mid(horner(&Q, t - SPLIT))).copysign(x);
-    let y = if a < SPLIT { small } else { large };
+    let large = 1.0 - exp_mid(horner(&Q, t - SPLIT));
+    // erf is odd: the sign of x (also for ±0, where `small` loses it).
+    let y = (if a < SPLIT { small } else { large }).copysign(x);
     if x.is_nan() {
         x
     } else {

@@ -88,6 +88,34 @@ fn rounded_intrinsic(op: BinaryOp, module: Dtype) -> Option<&'static str> {
     }
 }
 
+/// Division by a broadcast scalar: by a power of two whose reciprocal is a
+/// normal number, a multiplication by that reciprocal rounds the same real
+/// number as the division (so the result is the same, bit for bit) at a
+/// fraction of an IEEE division's cost; other divisors divide. The test on
+/// the divisor is the same for every element, so it leaves the loop.
+const DIVIDE_BY_SCALAR: &str = r#"
+__device__ __forceinline__ float fx_div_by_scalar(float a, float b) {
+    const unsigned int bits = __float_as_uint(b), e = (bits >> 23) & 0xffu;
+    if ((bits & 0x7fffffu) == 0u && e >= 1u && e <= 253u)
+        return __fmul_rn(a, __uint_as_float((bits & 0x80000000u) | ((254u - e) << 23)));
+    return a / b;
+}
+__device__ __forceinline__ double fx_div_by_scalar(double a, double b) {
+    const unsigned long long bits = (unsigned long long)__double_as_longlong(b), e = (bits >> 52) & 0x7ffull;
+    if ((bits & 0xfffffffffffffull) == 0ull && e >= 1ull && e <= 2045ull)
+        return __dmul_rn(a, __longlong_as_double((long long)((bits & 0x8000000000000000ull) | ((2046ull - e) << 52))));
+    return a / b;
+}
+"#;
+
+/// Whether `step` divides floats by a broadcast scalar input (see
+/// [`DIVIDE_BY_SCALAR`]).
+fn divides_by_scalar(step: &crate::backend::fused::FusedStep, module: Dtype, modes: &[InputMode]) -> bool {
+    step.op == FusedOp::Binary(BinaryOp::Divide)
+        && matches!(module, Dtype::F16 | Dtype::BF16 | Dtype::F32 | Dtype::F64)
+        && matches!(step.args[1], Operand::Input(j) if modes[j] == InputMode::Scalar)
+}
+
 /// The dtype the program's arithmetic runs in (the generated module's
 /// `T`), or `None` when no kernel can be generated for it.
 pub fn module_dtype(program: &FusedProgram) -> Option<Dtype> {
@@ -176,6 +204,9 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
                 format!("fx_from_c({}()(fx_to_c({})))", op.functor(), args[0])
             }
             FusedOp::Unary(op) => format!("(fx_bool)({}()(fx_to_c({})) ? 1 : 0)", op.functor(), args[0]),
+            FusedOp::Binary(_) if step.dtype == module && divides_by_scalar(step, module, modes) => {
+                format!("fx_from_c(fx_div_by_scalar(fx_to_c({}), fx_to_c({})))", args[0], args[1])
+            }
             FusedOp::Binary(op) if step.dtype == module => match rounded_intrinsic(op, module) {
                 Some(f) => format!("{f}({}, {})", args[0], args[1]),
                 None => format!("fx_from_c({}()(fx_to_c({}), fx_to_c({})))", op.functor(), args[0], args[1]),
@@ -285,7 +316,7 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
         let _ = writeln!(src, "        out{k}[i] = r{k};");
     }
     src.push_str("    }\n}\n");
-    with_prelude(module, &[UNARY_OPS, BINARY_OPS, &src])
+    with_prelude(module, &[UNARY_OPS, BINARY_OPS, DIVIDE_BY_SCALAR, &src])
 }
 
 /// Elements per pack in the vector loop: 16 bytes of the widest type read
