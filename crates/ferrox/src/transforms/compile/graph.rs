@@ -52,16 +52,16 @@ pub fn set_graph_replay(policy: GraphReplay) -> GraphReplay {
         GraphReplay::Always => ALWAYS,
         GraphReplay::Never => NEVER,
     };
-    match mode().swap(code, Ordering::Relaxed) {
-        ALWAYS => GraphReplay::Always,
-        NEVER => GraphReplay::Never,
-        _ => GraphReplay::Auto,
-    }
+    decode(mode().swap(code, Ordering::Relaxed))
 }
 
 /// The policy in force.
 pub fn graph_replay() -> GraphReplay {
-    match mode().load(Ordering::Relaxed) {
+    decode(mode().load(Ordering::Relaxed))
+}
+
+fn decode(code: u8) -> GraphReplay {
+    match code {
         ALWAYS => GraphReplay::Always,
         NEVER => GraphReplay::Never,
         _ => GraphReplay::Auto,
@@ -103,6 +103,9 @@ pub(crate) struct GraphCall {
     /// not arguments or constants), without repeats.
     outputs: Vec<Ref>,
     stream: Stream,
+    /// Whether the default policy replays it: many small kernels on the GPU
+    /// (fixed per trace, since the trace fixes the shapes).
+    launch_bound: bool,
     slot: ReplaySlot,
 }
 
@@ -127,32 +130,27 @@ impl GraphCall {
                 outputs.push(r);
             }
         }
+        let nbytes = |o: &OutputSpec| o.dtype.size() * o.shape.iter().product::<usize>();
+        let kernels = tape.nodes.iter().filter(|n| !n.primitive.is_view()).count();
+        let bytes: usize = tape.input_specs.iter().map(nbytes).sum::<usize>()
+            + outputs.iter().map(|&r| nbytes(node_output(tape, r))).sum::<usize>();
+        let launch_bound = stream.device.kind == DeviceType::Gpu && kernels >= 4 && bytes <= kernels * (256 << 10);
         let varying = tape.input_specs.len();
-        Some(GraphCall { tape: tape.clone(), outputs, stream, slot: ReplaySlot::new(varying) })
+        Some(GraphCall { tape: tape.clone(), outputs, stream, launch_bound, slot: ReplaySlot::new(varying) })
     }
 
-    /// Whether a call on `inputs` should run as this node now.
-    pub(crate) fn wanted(&self, inputs: &[Array]) -> bool {
-        if recording() {
-            return false;
-        }
-        match graph_replay() {
-            GraphReplay::Never => false,
-            GraphReplay::Always => true,
-            GraphReplay::Auto => {
-                let kernels = self.tape.nodes.iter().filter(|n| !n.primitive.is_view()).count();
-                let outputs = self.outputs.iter().map(|&r| self.spec(r)).map(|o| o.dtype.size() * size(&o.shape));
-                let bytes: usize = inputs.iter().map(|a| a.nbytes()).chain(outputs).sum();
-                self.stream.device.kind == DeviceType::Gpu && kernels >= 4 && bytes <= kernels * (256 << 10)
+    /// Whether a call should run as this node now.
+    pub(crate) fn wanted(&self) -> bool {
+        !recording()
+            && match graph_replay() {
+                GraphReplay::Never => false,
+                GraphReplay::Always => true,
+                GraphReplay::Auto => self.launch_bound,
             }
-        }
     }
 
     fn spec(&self, r: Ref) -> &OutputSpec {
-        match r {
-            Ref::Node(k, j) => &self.tape.nodes[k].outputs[j],
-            _ => unreachable!("graph outputs are node outputs"),
-        }
+        node_output(&self.tape, r)
     }
 
     /// The function's outputs on `inputs`, computed by this one node.
@@ -185,8 +183,12 @@ impl GraphCall {
     }
 }
 
-fn size(shape: &[usize]) -> usize {
-    shape.iter().product()
+/// The spec of node output `r` of `tape`.
+fn node_output(tape: &Tape, r: Ref) -> &OutputSpec {
+    match r {
+        Ref::Node(k, j) => &tape.nodes[k].outputs[j],
+        _ => unreachable!("graph outputs are node outputs"),
+    }
 }
 
 impl Primitive for GraphCall {

@@ -156,7 +156,7 @@ impl CompiledFunction {
             return entry.plain.replay(inputs, self.shapeless);
         }
         match &entry.graph {
-            Some(g) if g.wanted(inputs) => g.call(inputs),
+            Some(g) if g.wanted() => g.call(inputs),
             _ => entry.fused.replay(inputs, self.shapeless),
         }
     }
