@@ -100,6 +100,24 @@ fn common_subexpressions_merge_and_chains_fuse() -> Result<()> {
 }
 
 #[test]
+fn scalar_constants_are_known_to_the_fused_program() -> Result<()> {
+    // x * 2 + 1: the two Python-scalar-like constants are one-element
+    // arrays the fused program records by value (CUDA writes them into
+    // the kernel); the result is the eager one.
+    let f = compile(
+        |xs| Ok(vec![ops::add(&ops::multiply(&xs[0], &Array::scalar(2.0f32))?, &Array::scalar(1.0f32))?]),
+        false,
+    );
+    let x = randn(&[5, 3], 11)?;
+    let graph = f.graph(std::slice::from_ref(&x), "", true)?;
+    assert_eq!(graph.len(), 1, "{graph:?}");
+    assert!(graph[0].contains(" = 0x40000000") && graph[0].contains(" = 0x3f800000"), "{graph:?}");
+    let want = ops::add(&ops::multiply(&x, &Array::scalar(2.0f32))?, &Array::scalar(1.0f32))?;
+    assert_eq!(f.call(std::slice::from_ref(&x))?[0].to_vec::<f32>()?, want.to_vec::<f32>()?);
+    Ok(())
+}
+
+#[test]
 fn a_member_read_outside_its_group_becomes_an_output() -> Result<()> {
     // exp(x) is read by the chain and returned: the fused node has two outputs.
     let f = compile(
@@ -180,6 +198,7 @@ fn sample_program() -> FusedProgram {
             step(FusedOp::Select, vec![Operand::Step(4), Operand::Step(3), Operand::Input(0)], Dtype::F32),
         ],
         outputs: vec![5, 4],
+        known_scalars: Vec::new(),
     }
 }
 

@@ -132,7 +132,7 @@ fn fused_check_program(d: Dtype) -> ferrox::backend::fused::FusedProgram {
         steps.push(FusedStep { op: FusedOp::AsType, args: vec![Operand::Step(steps.len() - 1)], dtype: to });
     }
     let outputs = (0..steps.len()).collect();
-    FusedProgram { inputs: vec![d, d, Dtype::Bool], steps, outputs }
+    FusedProgram { inputs: vec![d, d, Dtype::Bool], steps, outputs, known_scalars: Vec::new() }
 }
 
 #[test]
@@ -151,6 +151,13 @@ fn fused_kernels_compile_for_every_real_dtype() {
         let scalar = [InputMode::Contiguous, InputMode::Scalar, InputMode::Scalar];
         units.push((format!("fused_vector_{d}"), kernel_source(&program, d, &dense, true), vec!["fx_fused".into()]));
         units.push((format!("fused_scalar_{d}"), kernel_source(&program, d, &scalar, true), vec!["fx_fused".into()]));
+        // The same with the scalars known: written into the source.
+        let mut known = program.clone();
+        let two = 1u64 << (8 * d.size() - 2); // 2.0 for floats, a positive integer otherwise
+        known.known_scalars = vec![None, Some(if d == Dtype::Bool { 1 } else { two }), Some(1)];
+        let source = kernel_source(&known, d, &scalar, true);
+        assert!(!source.contains("in1[0]") && !source.contains("in2[0]"), "{d}");
+        units.push((format!("fused_literal_{d}"), source, vec!["fx_fused".into()]));
         units.push((
             format!("fused_strided_{d}"),
             kernel_source(&program, d, &strided, false),

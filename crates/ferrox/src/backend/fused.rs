@@ -48,7 +48,7 @@ pub struct FusedStep {
 
 /// A fused group: input dtypes, steps in dependency order, and the steps
 /// whose results are the group's outputs.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FusedProgram {
     /// The dtype of each input.
     pub inputs: Vec<Dtype>,
@@ -56,6 +56,13 @@ pub struct FusedProgram {
     pub steps: Vec<FusedStep>,
     /// The steps the outputs are, in output order.
     pub outputs: Vec<usize>,
+    /// Empty, or for each input the bits of its one element (little-endian,
+    /// zero-extended) when the input is a one-element constant known when
+    /// the program was built (a Python scalar in the function). A backend
+    /// may use the value in place of reading the input (CUDA writes it into
+    /// the generated kernel); the input must hold that value.
+    #[serde(default)]
+    pub known_scalars: Vec<Option<u64>>,
 }
 
 impl FusedProgram {
@@ -65,6 +72,12 @@ impl FusedProgram {
             Operand::Input(i) => self.inputs[i],
             Operand::Step(i) => self.steps[i].dtype,
         }
+    }
+
+    /// The bits of input `j`'s one element, when the program knows it (see
+    /// [`FusedProgram::known_scalars`]).
+    pub fn known_scalar(&self, j: usize) -> Option<u64> {
+        self.known_scalars.get(j).copied().flatten()
     }
 
     /// For each step, the index of the last step that reads it (or
@@ -84,8 +97,9 @@ impl FusedProgram {
         last
     }
 
-    /// A one-line description (`exp(in0) -> s0; multiply(s0, in1) -> s1`),
-    /// used in error messages and graph dumps.
+    /// A one-line description (`exp(in0) -> s0; multiply(s0, in1) -> s1`,
+    /// then the bits of known scalar inputs: `in1 = 0x40000000`), used in
+    /// error messages and graph dumps.
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for (i, step) in self.steps.iter().enumerate() {
@@ -105,6 +119,11 @@ impl FusedProgram {
                 .collect();
             let _ = write!(out, "{}{name}({}) -> s{i}:{}", if i > 0 { "; " } else { "" }, args.join(", "), step.dtype);
         }
+        for (j, bits) in self.known_scalars.iter().enumerate() {
+            if let Some(bits) = bits {
+                let _ = write!(out, "; in{j} = {bits:#x}");
+            }
+        }
         out
     }
 
@@ -113,6 +132,12 @@ impl FusedProgram {
     /// from a file is checked with this).
     pub fn is_well_typed(&self) -> bool {
         if self.outputs.iter().any(|&o| o >= self.steps.len()) {
+            return false;
+        }
+        let known_fit = self.known_scalars.is_empty()
+            || (self.known_scalars.len() == self.inputs.len()
+                && self.known_scalars.iter().zip(&self.inputs).all(|(k, d)| k.is_none() || *d != Dtype::C64));
+        if !known_fit {
             return false;
         }
         self.steps.iter().enumerate().all(|(i, step)| {

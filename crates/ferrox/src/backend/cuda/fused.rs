@@ -189,7 +189,13 @@ fn cast_expr(src: Dtype, dst: Dtype, v: &str) -> String {
 /// long` row length per row input, in input order.
 /// Launch with blockDim 256 and any grid; with `vector` set, every
 /// contiguous input and every output must be aligned to packs of
-/// `pack_elements(program)` elements.
+/// `pack_elements(program)` elements, and the grid must cover the packs
+/// with [`PACKS_PER_THREAD`] per thread, `tid + u * nth` for thread `tid`
+/// (on an H200, two loads in flight per thread ran 5% faster than one
+/// pack per thread, and a grid-stride loop 7% slower; see
+/// `docs/gpu-notes.md`). Known scalar inputs are written into the source
+/// as literals, which also lets NVRTC fold what depends on them (a
+/// division by 2 becomes a product).
 pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode], vector: bool) -> String {
     let operand = |a: Operand| match a {
         Operand::Input(j) => format!("a{j}"),
@@ -256,7 +262,11 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
     src.push_str("    const long long tid = fx_thread_id(), nth = fx_thread_count();\n");
     for (j, &m) in modes.iter().enumerate() {
         if m == InputMode::Scalar {
-            let _ = writeln!(src, "    const {} s{j} = in{j}[0];", c_type(program.inputs[j]));
+            let value = match program.known_scalar(j) {
+                Some(bits) => literal(program.inputs[j], bits),
+                None => format!("in{j}[0]"),
+            };
+            let _ = writeln!(src, "    const {} s{j} = {value};", c_type(program.inputs[j]));
         }
     }
     let outs = program.outputs.len();
@@ -279,7 +289,8 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
     if vector {
         let p = pack_elements(program);
         let _ = writeln!(src, "    const long long npk = n / {p};");
-        src.push_str("    for (long long p = tid; p < npk; p += nth) {\n");
+        let _ = writeln!(src, "#pragma unroll\n    for (int u = 0; u < {PACKS_PER_THREAD}; ++u) {{");
+        src.push_str("        const long long p = tid + u * nth;\n        if (p >= npk) break;\n");
         for (j, &m) in modes.iter().enumerate() {
             let at = match m {
                 InputMode::Contiguous => format!("p * {p}"),
@@ -319,6 +330,20 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
     with_prelude(module, &[UNARY_OPS, BINARY_OPS, DIVIDE_BY_SCALAR, &src])
 }
 
+/// Packs each thread of the vector path takes (see [`kernel_source`]).
+const PACKS_PER_THREAD: usize = 2;
+
+/// A C expression of `dtype` whose bits are `bits` (see
+/// [`FusedProgram::known_scalars`]).
+fn literal(dtype: Dtype, bits: u64) -> String {
+    match dtype {
+        Dtype::F32 => format!("__uint_as_float({bits:#x}u)"),
+        Dtype::F64 => format!("__longlong_as_double({bits:#x}ll)"),
+        Dtype::F16 | Dtype::BF16 => format!("{}{{(unsigned short){bits:#x}}}", c_type(dtype)),
+        _ => format!("({}){bits:#x}ull", c_type(dtype)),
+    }
+}
+
 /// Elements per pack in the vector loop: 16 bytes of the widest type read
 /// or written.
 pub fn pack_elements(program: &FusedProgram) -> usize {
@@ -339,17 +364,29 @@ struct Loaded(sys::CUfunction);
 // SAFETY: function handles are process-wide in their context.
 unsafe impl Send for Loaded {}
 
-/// Loaded kernels by source. Modules stay loaded: launched work may still run them.
-static KERNELS: Mutex<Option<HashMap<String, Loaded>>> = Mutex::new(None);
+/// What a generated kernel is made from: the arguments of [`kernel_source`].
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct KernelKey {
+    program: FusedProgram,
+    module: Dtype,
+    modes: Vec<InputMode>,
+    vector: bool,
+}
 
-/// The kernel compiled from `source`, compiling and loading it on first use.
-fn function(source: String) -> Result<sys::CUfunction> {
+/// Loaded kernels by what they were generated from (so a call does not
+/// regenerate the source). Modules stay loaded: launched work may still
+/// run them.
+static KERNELS: Mutex<Option<HashMap<KernelKey, Loaded>>> = Mutex::new(None);
+
+/// The kernel for `key`, generating, compiling and loading it on first use.
+fn function(key: KernelKey) -> Result<sys::CUfunction> {
     let mut guard = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(HashMap::new);
-    if let Some(f) = cache.get(&source) {
+    if let Some(f) = cache.get(&key) {
         return Ok(f.0);
     }
     let dev = gpu()?;
+    let source = kernel_source(&key.program, key.module, &key.modes, key.vector);
     let cubin =
         compile_cached("fused", &source, &dev.arch_name()).map_err(|msg| Error::Device { op: "compile", msg })?;
     // SAFETY: a complete cubin image for this device.
@@ -357,7 +394,7 @@ fn function(source: String) -> Result<sys::CUfunction> {
     let name = CString::new("fx_fused").expect("no NUL");
     // SAFETY: the module is loaded and stays loaded.
     let f = unsafe { result::module::get_function(module, name) }.map_err(driver_error("compile"))?;
-    cache.insert(source, Loaded(f));
+    cache.insert(key, Loaded(f));
     Ok(f)
 }
 
@@ -390,9 +427,10 @@ pub(crate) fn fused(
         InputMode::Strided => false,
     };
     let vector = p > 1
+        && n.div_ceil(BLOCK as usize * p * PACKS_PER_THREAD) <= i32::MAX as usize
         && inputs.iter().map(|(x, l)| (*x, l)).zip(&modes).zip(&rows).all(packs_fit)
         && outputs.iter().all(|o| aligned(o.ptr_at(0), o.dtype()));
-    let f = function(kernel_source(program, module, &modes, vector))?;
+    let f = function(KernelKey { program: program.clone(), module, modes: modes.clone(), vector })?;
     let mut args = Args::new();
     for (x, l) in inputs {
         args = args.arg(x.ptr_at(l.offset));
@@ -408,7 +446,7 @@ pub(crate) fn fused(
             _ => {}
         }
     }
-    let grid = if vector { grid_full(n, p) } else { grid_for(n, 1)? };
+    let grid = if vector { grid_full(n, p * PACKS_PER_THREAD) } else { grid_for(n, 1)? };
     // SAFETY: the arguments follow `kernel_source`'s signature; the buffers
     // live until the stream has run the kernel.
     unsafe { launch_function(f, (grid, 1, 1), (BLOCK, 1, 1), 0, s, args)? };

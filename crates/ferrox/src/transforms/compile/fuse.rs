@@ -3,10 +3,14 @@
 //! which a backend runs in one pass over the data. Inputs of a group may
 //! have any shape that broadcasts to the group's; a member read outside
 //! the group (by another node or as a function output) becomes an output
-//! of the fused node.
+//! of the fused node. The values of computed one-element constants among
+//! a group's inputs are recorded in its program (`known_scalars`), so a
+//! backend can build them into the kernel.
 
 use super::tape::{Ref, Tape, TapeNode};
+use crate::array::Array;
 use crate::backend::fused::{FusedOp, FusedProgram, FusedStep, Operand};
+use crate::dtype::Dtype;
 use crate::primitives::{AsType, Binary, Fused, OutputSpec, Primitive, Select, Unary};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -137,7 +141,14 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
             }
         }
         let input_dtypes = inputs.iter().map(|&r| spec_of(&out, r, tape).dtype).collect();
-        let program = FusedProgram { inputs: input_dtypes, steps, outputs };
+        let known_scalars = inputs
+            .iter()
+            .map(|&r| match r {
+                Ref::Constant(i) => known_scalar(&tape.constants[i]),
+                _ => None,
+            })
+            .collect();
+        let program = FusedProgram { inputs: input_dtypes, steps, outputs, known_scalars };
         let index = out.nodes.len();
         for (j, &m) in exported.iter().enumerate() {
             map.insert(Ref::Node(m, 0), Ref::Node(index, j));
@@ -151,6 +162,20 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
     }
     out.outputs = tape.outputs.iter().map(|&r| remap(r, &map)).collect();
     out
+}
+
+/// The bits of a computed one-element constant (little-endian,
+/// zero-extended), read without evaluating anything; `None` for others.
+fn known_scalar(c: &Array) -> Option<u64> {
+    if c.size() != 1 || c.dtype() == Dtype::C64 {
+        return None;
+    }
+    c.ready_data()?;
+    let host = c.to_host().ok()?;
+    let bytes = host.bytes();
+    let mut bits = [0u8; 8];
+    bits.get_mut(..bytes.len())?.copy_from_slice(bytes);
+    Some(u64::from_le_bytes(bits))
 }
 
 /// The shape and dtype of a reference of the rebuilt tape (inputs have no
