@@ -346,6 +346,11 @@ macro_rules! cpu_binary {
         /// Applies a binary op to two buffers of its compute dtype (the op
         /// builder promoted them); one scalar function per op, as [`unary`].
         pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
+            if op == BinaryOp::Divide {
+                if let Some(out) = super::scalar_divide::divide_by_scalar(a, la, b, lb) {
+                    return out;
+                }
+            }
             $(binary_arm!($kind, $name, $Var, op, a, la, b, lb);)*
             unreachable!("every binary op has a row")
         }

@@ -17,6 +17,7 @@ pub mod optimizer;
 pub mod random;
 pub mod reduce;
 mod rope;
+mod scalar_divide;
 pub mod scan;
 mod softmax;
 pub mod sort;

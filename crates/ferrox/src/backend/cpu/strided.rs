@@ -121,8 +121,8 @@ pub fn zip_contiguous<T: Copy + Sync, U: Send>(a: &[T], b: &[T], out: &mut [U], 
     }
 }
 
-/// The same loops compiled twice: for the baseline target and, on x86-64,
-/// for AVX2+FMA, chosen at run time.
+/// The same loops compiled three times: for the baseline target and, on
+/// x86-64, for AVX2+FMA and for AVX-512, chosen at run time.
 mod simd_dispatch {
     #[inline(always)]
     fn map1_body<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
@@ -150,6 +150,27 @@ mod simd_dispatch {
         map2_body(a, b, o, f)
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+    unsafe fn map1_avx512<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
+        map1_body(x, o, f)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+    unsafe fn map2_avx512<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+        map2_body(a, b, o, f)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn has_avx512() -> bool {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512bw")
+            && has_avx2_fma()
+    }
+
     fn has_avx2_fma() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
@@ -163,6 +184,11 @@ mod simd_dispatch {
 
     pub fn map1<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
         #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            // SAFETY: the processor supports these features (checked above).
+            return unsafe { map1_avx512(x, o, f) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
             // SAFETY: the processor supports AVX2 and FMA (checked above).
             return unsafe { map1_avx2(x, o, f) };
@@ -171,6 +197,11 @@ mod simd_dispatch {
     }
 
     pub fn map2<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            // SAFETY: the processor supports these features (checked above).
+            return unsafe { map2_avx512(a, b, o, f) };
+        }
         #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
             // SAFETY: the processor supports AVX2 and FMA (checked above).
