@@ -190,7 +190,7 @@ fn cast_expr(src: Dtype, dst: Dtype, v: &str) -> String {
 /// Launch with blockDim 256 and any grid; with `vector` set, every
 /// contiguous input and every output must be aligned to packs of
 /// `pack_elements(program)` elements, and the grid must cover the packs
-/// with [`PACKS_PER_THREAD`] per thread, `tid + u * nth` for thread `tid`
+/// with `PACKS_PER_THREAD` per thread, `tid + u * nth` for thread `tid`
 /// (on an H200, two loads in flight per thread ran 5% faster than one
 /// pack per thread, and a grid-stride loop 7% slower; see
 /// `docs/gpu-notes.md`). Known scalar inputs are written into the source
