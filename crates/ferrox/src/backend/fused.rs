@@ -48,7 +48,7 @@ pub struct FusedStep {
 
 /// A fused group: input dtypes, steps in dependency order, and the steps
 /// whose results are the group's outputs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FusedProgram {
     /// The dtype of each input.
     pub inputs: Vec<Dtype>,

@@ -364,37 +364,35 @@ struct Loaded(sys::CUfunction);
 // SAFETY: function handles are process-wide in their context.
 unsafe impl Send for Loaded {}
 
-/// What a generated kernel is made from: the arguments of [`kernel_source`].
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct KernelKey {
-    program: FusedProgram,
-    module: Dtype,
-    modes: Vec<InputMode>,
-    vector: bool,
-}
+/// The kernels generated for one program: by input-read modes and vector
+/// path, each loaded kernel.
+type Variants = Vec<(Vec<InputMode>, bool, Loaded)>;
 
-/// Loaded kernels by what they were generated from (so a call does not
-/// regenerate the source). Modules stay loaded: launched work may still
-/// run them.
-static KERNELS: Mutex<Option<HashMap<KernelKey, Loaded>>> = Mutex::new(None);
+/// Loaded kernels by the program and variant they were generated from, so
+/// a call neither regenerates the source nor copies the program. Modules
+/// stay loaded: launched work may still run them.
+static KERNELS: Mutex<Option<HashMap<FusedProgram, Variants>>> = Mutex::new(None);
 
-/// The kernel for `key`, generating, compiling and loading it on first use.
-fn function(key: KernelKey) -> Result<sys::CUfunction> {
+/// The kernel of [`kernel_source`]`(program, module, modes, vector)`
+/// (`module` is the program's [`module_dtype`]), generating, compiling and
+/// loading it on first use.
+fn function(program: &FusedProgram, module: Dtype, modes: &[InputMode], vector: bool) -> Result<sys::CUfunction> {
     let mut guard = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(HashMap::new);
-    if let Some(f) = cache.get(&key) {
+    let found = cache.get(program).and_then(|v| v.iter().find(|(m, vec, _)| m == modes && *vec == vector));
+    if let Some((_, _, f)) = found {
         return Ok(f.0);
     }
     let dev = gpu()?;
-    let source = kernel_source(&key.program, key.module, &key.modes, key.vector);
+    let source = kernel_source(program, module, modes, vector);
     let cubin =
         compile_cached("fused", &source, &dev.arch_name()).map_err(|msg| Error::Device { op: "compile", msg })?;
     // SAFETY: a complete cubin image for this device.
-    let module = unsafe { result::module::load_data(cubin.as_ptr() as *const _) }.map_err(driver_error("compile"))?;
+    let loaded = unsafe { result::module::load_data(cubin.as_ptr() as *const _) }.map_err(driver_error("compile"))?;
     let name = CString::new("fx_fused").expect("no NUL");
     // SAFETY: the module is loaded and stays loaded.
-    let f = unsafe { result::module::get_function(module, name) }.map_err(driver_error("compile"))?;
-    cache.insert(key, Loaded(f));
+    let f = unsafe { result::module::get_function(loaded, name) }.map_err(driver_error("compile"))?;
+    cache.entry(program.clone()).or_default().push((modes.to_vec(), vector, Loaded(f)));
     Ok(f)
 }
 
@@ -430,7 +428,7 @@ pub(crate) fn fused(
         && n.div_ceil(BLOCK as usize * p * PACKS_PER_THREAD) <= i32::MAX as usize
         && inputs.iter().map(|(x, l)| (*x, l)).zip(&modes).zip(&rows).all(packs_fit)
         && outputs.iter().all(|o| aligned(o.ptr_at(0), o.dtype()));
-    let f = function(KernelKey { program: program.clone(), module, modes: modes.clone(), vector })?;
+    let f = function(program, module, &modes, vector)?;
     let mut args = Args::new();
     for (x, l) in inputs {
         args = args.arg(x.ptr_at(l.offset));

@@ -3,11 +3,11 @@
 //! which a backend runs in one pass over the data. Inputs of a group may
 //! have any shape that broadcasts to the group's; a member read outside
 //! the group (by another node or as a function output) becomes an output
-//! of the fused node. The values of computed one-element constants among
-//! a group's inputs are recorded in its program (`known_scalars`), so a
-//! backend can build them into the kernel.
+//! of the fused node. The values of one-element host constants (Python
+//! scalars) among a group's inputs are recorded in its program
+//! (`known_scalars`), so a backend can build them into the kernel.
 
-use super::tape::{Ref, Tape, TapeNode};
+use super::tape::{host_scalar_bytes, Ref, Tape, TapeNode};
 use crate::array::Array;
 use crate::backend::fused::{FusedOp, FusedProgram, FusedStep, Operand};
 use crate::dtype::Dtype;
@@ -164,17 +164,15 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
     out
 }
 
-/// The bits of a computed one-element constant (little-endian,
-/// zero-extended), read without evaluating anything; `None` for others.
+/// The bits of a one-element host constant (little-endian, zero-extended;
+/// see [`host_scalar_bytes`]); `None` for others.
 fn known_scalar(c: &Array) -> Option<u64> {
-    if c.size() != 1 || c.dtype() == Dtype::C64 {
+    if c.dtype() == Dtype::C64 {
         return None;
     }
-    c.ready_data()?;
-    let host = c.to_host().ok()?;
-    let bytes = host.bytes();
+    let bytes = host_scalar_bytes(c)?;
     let mut bits = [0u8; 8];
-    bits.get_mut(..bytes.len())?.copy_from_slice(bytes);
+    bits.get_mut(..bytes.len())?.copy_from_slice(&bytes);
     Some(u64::from_le_bytes(bits))
 }
 

@@ -3,7 +3,7 @@
 //! an equivalent primitive to the same inputs are merged (common
 //! subexpressions), and nodes no output needs are dropped.
 
-use super::tape::{Ref, Tape, TapeNode};
+use super::tape::{host_scalar_bytes, Ref, Tape, TapeNode};
 use crate::primitives::Identity;
 use std::collections::HashMap;
 
@@ -54,13 +54,8 @@ fn merge_scalar_constants(tape: &Tape) -> HashMap<Ref, Ref> {
     let mut map = HashMap::new();
     let mut first: HashMap<(crate::dtype::Dtype, Vec<usize>, Vec<u8>), usize> = HashMap::new();
     for (i, c) in tape.constants.iter().enumerate() {
-        let Some(data) = c.ready_data() else { continue };
-        let on_host = data.storage.device() == crate::device::Device::CPU;
-        if c.size() != 1 || !on_host {
-            continue;
-        }
-        let Ok(host) = c.to_host() else { continue };
-        let key = (c.dtype(), c.shape().to_vec(), host.bytes().to_vec());
+        let Some(bytes) = host_scalar_bytes(c) else { continue };
+        let key = (c.dtype(), c.shape().to_vec(), bytes);
         match first.get(&key) {
             Some(&j) => {
                 map.insert(Ref::Constant(i), Ref::Constant(j));

@@ -101,6 +101,16 @@ pub(crate) fn trace(fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>, args: &[Array]
     Ok(tape)
 }
 
+/// The bytes of constant `c` when it is one computed element held on the
+/// host (a Python scalar), read without evaluating or copying from a device.
+pub(super) fn host_scalar_bytes(c: &Array) -> Option<Vec<u8>> {
+    let data = c.ready_data()?;
+    if c.size() != 1 || data.storage.device() != crate::device::Device::CPU {
+        return None;
+    }
+    Some(c.to_host().ok()?.bytes().to_vec())
+}
+
 /// The reference to `a`: an input or recorded node, else a constant.
 fn resolve(
     a: &Array,
