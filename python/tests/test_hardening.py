@@ -140,6 +140,45 @@ def test_empty_outputs_cost_nothing_whatever_the_other_extents():
     assert time.time() - start < 10
 
 
+EMPTY_VIEWS = {
+    "reversed": lambda: fx.zeros((5, 0), dtype=fx.float32)[::-1],
+    "stepped": lambda: fx.zeros((7, 0), dtype=fx.float32)[3::2],
+    "transposed_reversed": lambda: fx.zeros((5, 0), dtype=fx.float32)[::-1].T,
+    "as_strided_with_offset": lambda: fx.as_strided(fx.zeros((0,), dtype=fx.float32), (5, 0), (1, 1), 4),
+}
+
+EMPTY_VIEW_OPS = {
+    "cumsum": lambda a: fx.cumsum(a),
+    "cumprod_axis": lambda a: fx.cumprod(a, axis=0),
+    "sum": lambda a: fx.sum(a, axis=0),
+    "max_all": lambda a: fx.min(fx.concatenate([a.reshape(-1), fx.array([1.0])])),
+    "sort": lambda a: fx.sort(a, axis=0),
+    "argsort_flat": lambda a: fx.argsort(a.reshape(-1)),
+    "abs": fx.abs,
+    "add": lambda a: a + a,
+    "take": lambda a: fx.take(a, fx.array([0, 1]), axis=0 if a.shape[0] else 1),
+    "reshape": lambda a: a.reshape(0, 5),
+    "flatten_copy": lambda a: fx.flatten(a) * 2,
+    "matmul": lambda a: a @ fx.zeros((a.shape[1], 3)),
+    "softmax": lambda a: fx.softmax(a, axis=0),
+    "pad": lambda a: fx.pad(a, 1),
+    "where": lambda a: fx.where(a > 0, a, -a),
+    "numpy": lambda a: np.array(a),
+}
+
+
+@pytest.mark.parametrize("view", list(EMPTY_VIEWS))
+@pytest.mark.parametrize("op", list(EMPTY_VIEW_OPS))
+def test_ops_on_empty_views_match_a_fresh_empty_array(view, op):
+    """An empty view whose offset lies past its empty buffer behaves like a
+    fresh empty array of its shape (no kernel slices out of range)."""
+    a = EMPTY_VIEWS[view]()
+    got = np.array(EMPTY_VIEW_OPS[op](a))
+    ref = np.array(EMPTY_VIEW_OPS[op](fx.zeros(a.shape, dtype=fx.float32)))
+    assert got.shape == ref.shape and got.dtype == ref.dtype
+    np.testing.assert_array_equal(got, ref)
+
+
 def test_negative_dimensions_are_value_errors():
     with pytest.raises(ValueError, match="Negative dimensions"):
         fx.zeros((2, -1))

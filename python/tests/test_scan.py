@@ -259,13 +259,15 @@ def test_float_sums_stay_accurate(device, rng):
 @pytest.mark.parametrize("op", OPS)
 def test_empty_and_zero_d(op):
     for dtype in ("bool_", "int8", "float32"):
-        e = fx.zeros((2, 0, 3), dtype=fxd(dtype))
         out_dtype = fxd(result_dtype(op, dtype))
-        for axis, shape in ((None, (0,)), (0, (2, 0, 3)), (1, (2, 0, 3)), (-1, (2, 0, 3))):
-            for reverse, inclusive in MODES:
-                got = call(op, e, axis, reverse, inclusive)
-                assert got.shape == shape and got.dtype == out_dtype
-                assert np.array(got).shape == shape
+        # A plain empty array, and an empty reversed view (its first element
+        # would sit past the end of its empty buffer).
+        for e in (fx.zeros((2, 0, 3), dtype=fxd(dtype)), fx.zeros((2, 0, 3), dtype=fxd(dtype))[::-1]):
+            for axis, shape in ((None, (0,)), (0, (2, 0, 3)), (1, (2, 0, 3)), (-1, (2, 0, 3))):
+                for reverse, inclusive in MODES:
+                    got = call(op, e, axis, reverse, inclusive)
+                    assert got.shape == shape and got.dtype == out_dtype
+                    assert np.array(got).shape == shape
         s = fx.array(3, dtype=fxd(dtype))
         got = call(op, s, None, False, True)
         assert got.shape == (1,) and got.dtype == out_dtype

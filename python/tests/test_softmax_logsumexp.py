@@ -47,6 +47,12 @@ def rounded(x, dtype):
 @pytest.mark.parametrize("shape", [(3, 1), (4, 7), (2, 3, 33), (5, 1000), (2, 4099), (0, 6), (7,)])
 def test_values(dtype, shape, rng):
     x = rng.normal(size=shape) * 3
+    if x.size == 0:
+        # MLX: softmax keeps the empty shape, logsumexp rejects an empty array.
+        assert fx.softmax(fx_data(x, dtype), axis=-1).shape == shape
+        with pytest.raises(ValueError, match=r"\[logsumexp\] Received empty array"):
+            fx.logsumexp(fx_data(x, dtype), axis=-1)
+        return
     ref = rounded(x, dtype)
     lse = fx.logsumexp(fx_data(x, dtype), axis=-1)
     sm = fx.softmax(fx_data(x, dtype), axis=-1)

@@ -150,6 +150,8 @@ impl Layout {
 
     /// A strided window: along each axis take `len` elements from `start`
     /// stepping by `step` (which may be negative). Callers guarantee bounds.
+    /// An empty window starts at offset 0, so kernels that slice
+    /// `offset..offset + size` out of an (empty) buffer stay in range.
     pub fn slice(&self, start: &[usize], len: &[usize], step: &[isize]) -> Layout {
         let mut offset = self.offset as isize;
         let mut strides = self.strides.clone();
@@ -159,13 +161,17 @@ impl Layout {
             }
             strides[i] = self.strides[i] * step[i];
         }
-        Layout { shape: len.to_vec(), strides, offset: offset.max(0) as usize }
+        let offset = if numel(len) == 0 { 0 } else { offset.max(0) as usize };
+        Layout { shape: len.to_vec(), strides, offset }
     }
 
     /// The same elements seen with `new_shape`, without copying, if the strides
     /// allow it (NumPy's no-copy reshape); `None` when a copy is needed.
     pub fn reshape_view(&self, new_shape: &[usize]) -> Option<Layout> {
-        if self.size() == 0 || self.is_row_contiguous() {
+        if self.size() == 0 {
+            return Some(Layout::contiguous(new_shape));
+        }
+        if self.is_row_contiguous() {
             let mut l = Layout::contiguous(new_shape);
             l.offset = self.offset;
             return Some(l);

@@ -450,7 +450,7 @@ pub(crate) fn attention_reference(p: &AttentionParams, inputs: &[Array]) -> Resu
         let sh = scores.shape();
         scores = ops::concatenate(&[s.broadcast_to(&[sh[0], sh[1], sh[2], 1])?, scores], -1)?;
     }
-    let lse = ops::logsumexp(&scores, Some(&[-1]), true)?;
+    let lse = ops::reduction::logsumexp_or_empty(&scores, Some(&[-1]), true)?;
     let mut probs = ops::exp(&ops::subtract(&scores, &lse)?)?;
     if p.sinks {
         probs = slice_axis(&probs, 3, 1, lk, 1)?;

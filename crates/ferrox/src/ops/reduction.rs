@@ -143,6 +143,17 @@ pub fn std(a: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: i64) -> Resu
 /// Over the last axis of a real array it is one fused row kernel (MLX's
 /// `LogSumExp` primitive).
 pub fn logsumexp(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    if a.size() == 0 {
+        // MLX's rule, whatever the axes.
+        return Err(Error::invalid("logsumexp", "Received empty array."));
+    }
+    logsumexp_or_empty(a, axes, keepdims)
+}
+
+/// [`logsumexp`] that also takes an empty array whose output is empty (an
+/// empty batch), for composite ops such as attention whose empty cases are
+/// valid.
+pub(crate) fn logsumexp_or_empty(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let resolved = reduce_axes("logsumexp", a, axes)?;
     if a.size() > 0 && !a.dtype().is_complex() && over_last_axis(a, &resolved) {
         let x = astype(a, a.dtype().at_least_float())?;

@@ -513,7 +513,9 @@ impl Primitive for AsStrided {
         let layout = |offset: usize| crate::shape::Layout {
             shape: self.shape.clone(),
             strides: self.strides.clone(),
-            offset: offset + self.offset,
+            // An empty view addresses nothing: offset 0 keeps kernels'
+            // `offset..offset + size` slices of its buffer in range.
+            offset: if crate::shape::numel(&self.shape) == 0 { 0 } else { offset + self.offset },
         };
         if x.layout.is_row_contiguous() {
             return Ok(view(x, layout(x.layout.offset)));
