@@ -352,7 +352,7 @@ def asarray(a: Any, dtype: Dtype | None = ..., *, copy: Any = ...) -> Any:
 def astype(a: _ArrayLike, /, dtype: Dtype, *, stream: Stream | Device | None = ...) -> array:
     """Converts `a` to `dtype`."""
 def async_eval(*args: Any) -> None:
-    """Starts evaluating the arrays in ``args`` (any nesting of lists, tuples and dicts), as MLX's ``async_eval``: GPU work is queued on its streams and this returns without waiting for it to finish; reading a result (or ``synchronize``) waits. CPU work is computed before returning."""
+    """Starts evaluating the arrays in ``args`` (any nesting of lists, tuples and dicts), as MLX's ``async_eval``, and returns without waiting: CPU work runs on a worker thread and GPU work is queued on its streams. Reading a result, ``eval`` and ``synchronize`` wait for it."""
 def atleast_1d(*arys: Any, stream: Stream | Device | None = ...) -> array:
     """Each array with at least one dimension."""
 def atleast_2d(*arys: Any, stream: Stream | Device | None = ...) -> array:

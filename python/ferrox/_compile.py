@@ -32,11 +32,11 @@ enable_compile = _core.enable_compile
 
 def async_eval(*args: Any) -> None:
     """Starts evaluating the arrays in ``args`` (any nesting of lists,
-    tuples and dicts), as MLX's ``async_eval``: GPU work is queued on its
-    streams and this returns without waiting for it to finish; reading a
-    result (or ``synchronize``) waits. CPU work is computed before
-    returning."""
-    _core.eval(*args)
+    tuples and dicts), as MLX's ``async_eval``, and returns without waiting:
+    CPU work runs on a worker thread and GPU work is queued on its streams.
+    Reading a result, ``eval`` and ``synchronize`` wait for it."""
+    _core.async_eval(*args)
+
 
 _CONSTANTS = (type(None), bool, int, float, str)
 

@@ -16,7 +16,7 @@ use ferrox_python_macros::guarded;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
@@ -365,21 +365,27 @@ fn describe(t: &DLTensor) -> PyResult<(Dtype, Vec<usize>, Vec<i64>)> {
     Ok((dtype, shape, strides))
 }
 
-/// Gives a taken tensor back to its producer when dropped: the owner of a
-/// zero-copy host import.
-struct ReleaseOnDrop(Release);
-
-impl Drop for ReleaseOnDrop {
-    fn drop(&mut self) {
-        self.0.run();
+/// The owner of a zero-copy import: a Python capsule whose destructor gives
+/// the taken tensor back to its producer (under the GIL). Dropped on a
+/// thread that does not hold the GIL, such as the `async_eval` worker, the
+/// release is deferred by pyo3 to the next time the GIL is taken instead of
+/// waiting for the GIL there: a caller holding the GIL while it waits for
+/// the worker would otherwise never see it finish.
+fn release_owner(py: Python<'_>, release: Release) -> PyResult<Py<PyCapsule>> {
+    match PyCapsule::new_with_destructor(py, release, None, |r: Release, _| r.run()) {
+        Ok(capsule) => Ok(capsule.unbind()),
+        Err(e) => {
+            release.run();
+            Err(e)
+        }
     }
 }
 
 /// A CPU array over a host DLTensor's memory, without a copy where it can
 /// be shared (otherwise a copy); the producer's tensor is released when the
 /// array's buffer is dropped (or now, after a copy or on error).
-fn import_host_tensor(t: &DLTensor, release: Release) -> PyResult<Array> {
-    let owner = ReleaseOnDrop(release);
+fn import_host_tensor(py: Python<'_>, t: &DLTensor, release: Release) -> PyResult<Array> {
+    let owner = release_owner(py, release)?;
     let (dtype, shape, strides) = describe(t)?;
     let strides: Vec<isize> = strides.iter().map(|&s| s as isize).collect();
     let first = (t.data as *const u8).wrapping_add(t.byte_offset as usize);
@@ -446,7 +452,7 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
     let tensor = unsafe { &*taken.tensor };
     #[cfg(feature = "cuda")]
     if device_type == CUDA {
-        let shared = import_device_tensor(tensor, gpu_stream, taken.release);
+        let shared = import_device_tensor(py, tensor, gpu_stream, taken.release);
         let array = match (shared, copy) {
             (Ok(a), Some(true)) => own_copy(&a)?,
             (Ok(a), _) => a,
@@ -454,7 +460,7 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
         };
         return Ok(PyArray::wrap(array));
     }
-    let shared = import_host_tensor(tensor, taken.release)?;
+    let shared = import_host_tensor(py, tensor, taken.release)?;
     let array = match copy {
         Some(true) => own_copy(&shared)?,
         Some(false) if !shares_foreign_host_memory(&shared)? => {
@@ -471,7 +477,7 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
 /// A GPU array over a CUDA DLTensor's memory, without a copy; the producer's
 /// tensor is released when the array's buffer is dropped (or now, on error).
 #[cfg(feature = "cuda")]
-fn import_device_tensor(t: &DLTensor, stream: usize, release: Release) -> PyResult<Array> {
+fn import_device_tensor(py: Python<'_>, t: &DLTensor, stream: usize, release: Release) -> PyResult<Array> {
     let described = describe(t).and_then(|(dtype, shape, strides)| {
         if !(t.byte_offset as usize).is_multiple_of(dtype.size()) || strides.iter().any(|&s| s < 0) {
             return Err(PyBufferError::new_err(
@@ -487,9 +493,10 @@ fn import_device_tensor(t: &DLTensor, stream: usize, release: Release) -> PyResu
             return Err(e);
         }
     };
+    let owner = release_owner(py, release)?;
     let strides: Vec<isize> = strides.iter().map(|&s| s as isize).collect();
     let offset = t.byte_offset as usize / dtype.size();
-    // SAFETY: the producer keeps the memory alive until `release` runs and
+    // SAFETY: the producer keeps the memory alive until `owner` releases it and
     // ordered its writes before `stream` (DLPack's `stream=` contract).
     unsafe {
         ferrox::backend::cuda::array_from_device_memory(
@@ -499,7 +506,7 @@ fn import_device_tensor(t: &DLTensor, stream: usize, release: Release) -> PyResu
             &strides,
             offset,
             stream,
-            move || release.run(),
+            move || drop(owner),
         )
     }
     .py()

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::primitives::{OutputSpec, Primitive};
 use crate::shape::{checked_nbytes, numel, Layout};
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Computed data: a shared buffer and the layout that reads this array from it.
@@ -33,6 +34,8 @@ pub(crate) struct Recipe {
     pub(crate) stream: Stream,
     pub(crate) outputs: Vec<OutputSpec>,
     pub(crate) siblings: Mutex<Vec<Weak<Node>>>,
+    /// Set while an `async_eval` job is to compute this recipe.
+    pub(crate) queued: AtomicBool,
 }
 
 /// A node's mutable part: its data once computed, and its recipe while it is
@@ -128,8 +131,14 @@ impl Array {
                 return Err(Error::too_big(primitive.name(), &o.shape, o.dtype));
             }
         }
-        let recipe =
-            Arc::new(Recipe { primitive, inputs, stream, outputs: outputs.clone(), siblings: Mutex::new(Vec::new()) });
+        let recipe = Arc::new(Recipe {
+            primitive,
+            inputs,
+            stream,
+            outputs: outputs.clone(),
+            siblings: Mutex::new(Vec::new()),
+            queued: AtomicBool::new(false),
+        });
         let arrays: Vec<Array> = outputs
             .into_iter()
             .map(|o| Array {

@@ -99,8 +99,9 @@ pub fn set_default_device(device: Device) -> Result<()> {
 }
 
 /// Waits until all work enqueued on `stream` has run (every stream of every
-/// device when `None`). CPU work runs at evaluation, so only GPU streams wait.
+/// device when `None`), including work [`crate::async_eval`] queued.
 pub fn synchronize(stream: Option<Stream>) -> Result<()> {
+    crate::transforms::async_eval::wait_for_async_work();
     match stream {
         #[cfg(feature = "cuda")]
         Some(s) if s.device.kind == DeviceType::Gpu => {

@@ -39,6 +39,7 @@ pub use memory::{
     set_memory_limit,
 };
 pub use ops::random;
+pub use transforms::async_eval::async_eval;
 pub use transforms::autodiff::{jvp, value_and_grad, vjp};
 pub use transforms::compile::{compile, disable_compile, enable_compile, CompiledFunction};
 pub use transforms::custom::{checkpoint, CustomFunction};

@@ -41,6 +41,17 @@ fn eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
     py.allow_threads(|| ferrox::eval(&arrays)).py()
 }
 
+/// Starts evaluating the arrays (in any nesting of lists, tuples and dicts)
+/// and returns without waiting; reading a result waits.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (*args))]
+fn async_eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+    let mut arrays = Vec::new();
+    collect_arrays(args.as_any(), &mut arrays)?;
+    py.allow_threads(|| ferrox::async_eval(&arrays)).py()
+}
+
 /// Bytes held by live array buffers.
 #[guarded]
 #[pyfunction]
@@ -98,6 +109,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::add_functions!(
         m,
         eval,
+        async_eval,
         get_active_memory,
         get_peak_memory,
         reset_peak_memory,

@@ -13,7 +13,9 @@ use std::sync::Arc;
 /// Work runs in dependency order on each primitive's stream. Once a node is
 /// computed it drops its recipe, so intermediate results are freed as soon as
 /// their last consumer has run (the graph does not grow in a training loop).
+/// Waits first for work queued by [`super::async_eval::async_eval`].
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
+    super::async_eval::wait_for_async_work();
     // Each recipe is dropped once it has run.
     for recipe in pending_recipes(arrays, |_| false) {
         run(&recipe)?;
@@ -57,7 +59,7 @@ pub(crate) fn pending_recipes<'a>(
 
 /// Runs one recipe on its stream's device and stores the results in its
 /// live sibling nodes.
-fn run(recipe: &Recipe) -> Result<()> {
+pub(crate) fn run(recipe: &Recipe) -> Result<()> {
     if !recipe.primitive.is_view() {
         check_allocation(recipe)?;
     }

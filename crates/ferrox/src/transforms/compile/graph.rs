@@ -77,7 +77,11 @@ thread_local! {
 pub(crate) struct RecordingGuard;
 
 impl RecordingGuard {
+    /// Starts recording once queued `async_eval` work is done, so that the
+    /// recording sees each outside array as either pending or computed, not
+    /// changing under it.
     pub(crate) fn new() -> RecordingGuard {
+        crate::transforms::async_eval::wait_for_async_work();
         RECORDING.with(|d| d.set(d.get() + 1));
         RecordingGuard
     }
@@ -89,7 +93,9 @@ impl Drop for RecordingGuard {
     }
 }
 
-fn recording() -> bool {
+/// Whether compile or export is recording a function, or a gradient trace
+/// runs, on this thread.
+pub(crate) fn recording() -> bool {
     RECORDING.with(|d| d.get() > 0) || crate::transforms::autodiff::is_tracing()
 }
 

@@ -32,8 +32,8 @@ mod graph;
 mod simplify;
 mod tape;
 
-pub(crate) use graph::RecordingGuard;
 pub use graph::{graph_replay, set_graph_replay, GraphReplay};
+pub(crate) use graph::{recording as is_recording, RecordingGuard};
 
 use crate::array::Array;
 use crate::device::{current_stream, Stream};
