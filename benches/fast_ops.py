@@ -67,6 +67,18 @@ def bench_norms(repeats, rng):
     w_t.requires_grad_(True)
     b_t.requires_grad_(True)
 
+    # Copy bandwidth: a ferrox copy (read + write) of 4 x's worth of bf16,
+    # large enough that the per-call wait does not count.
+    big = fx.zeros((4 * rows, d), dtype=fx.bfloat16)
+    fx.eval(big)
+    t_copy = median_time(lambda: fx.eval(big + 0), fx_sync, repeats)
+    copy_bw = 8 * nbytes / t_copy
+    print(f"{'copy (65536, 4096) bf16':<44} {t_copy * 1e3:9.3f} {'':>9} {'':>7}  {copy_bw / 1e12:.2f} TB/s")
+    del big
+
+    def bandwidth(moved, t):
+        return f"{moved / t / 1e12:.2f} TB/s, {100 * moved / t / copy_bw:.0f}% of copy"
+
     cases = [
         ("layer_norm", lambda x, w, b: fx.fast.layer_norm(x, w, b, 1e-5), lambda: F.layer_norm(x_t, (d,), w_t, b_t, 1e-5)),
         ("rms_norm", lambda x, w, b: fx.fast.rms_norm(x, w, 1e-5), lambda: F.rms_norm(x_t, (d,), w_t, 1e-5)),
@@ -75,7 +87,7 @@ def bench_norms(repeats, rng):
         t_fx = median_time(lambda: fx.eval(fx_fn(x_fx, w_fx, b_fx)), fx_sync, repeats)
         t_t = median_time(torch_fn, torch_sync, repeats)
         # Forward: read x, write y (2 bytes each).
-        row(f"{name} fwd (16384, 4096)", t_fx, t_t, f"{2 * nbytes / t_fx / 1e12:.2f} TB/s")
+        row(f"{name} fwd (16384, 4096)", t_fx, t_t, bandwidth(2 * nbytes, t_fx))
         vjp = lambda: fx.eval(fx.vjp(lambda x, w, b: fx_fn(x, w, b), [x_fx, w_fx, b_fx], [g_fx])[1])  # noqa: E731
 
         def torch_step():
@@ -85,7 +97,7 @@ def bench_norms(repeats, rng):
         t_fx = median_time(vjp, fx_sync, repeats)
         t_t = median_time(torch_step, torch_sync, repeats)
         # Forward + backward: read x, write y; read x, dy, write dx.
-        row(f"{name} fwd+bwd (16384, 4096)", t_fx, t_t, f"{5 * nbytes / t_fx / 1e12:.2f} TB/s")
+        row(f"{name} fwd+bwd (16384, 4096)", t_fx, t_t, bandwidth(5 * nbytes, t_fx))
 
 
 def bench_attention(repeats, rng, b=8, h=16, s=4096, d=128):

@@ -4,7 +4,7 @@
 
 use super::device::{driver_error, gpu};
 use super::kernels::Family;
-use super::launch::{grid_for, launch, Args, BLOCK};
+use super::launch::{grid_for, launch, resident_blocks, Args, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::{AttentionMask, AttentionParams, FastOp, RopeParams};
@@ -174,8 +174,9 @@ fn norm_forward(
     let ptrs: Vec<u64> = [ptr(x), y.ptr_at(0)].into_iter().chain(vectors).collect();
     match packed_norm(kernel, dtype, d, &ptrs) {
         Some((packed, threads)) => {
-            // Enough blocks to fill the GPU; each keeps its weights in registers across rows.
-            let grid = rows.min(gpu()?.sm_count as usize * 16) as u32;
+            // One wave of blocks; each keeps its weights in registers across rows.
+            let per_sm = resident_blocks(Family::Norm, dtype, &packed, threads)? as usize;
+            let grid = rows.min(gpu()?.sm_count as usize * per_sm) as u32;
             launch(Family::Norm, dtype, &packed, (grid, 1, 1), (threads, 1, 1), s, args)?
         }
         None => launch(Family::Norm, dtype, kernel, (rows.min(1 << 20) as u32, 1, 1), (row_block(d), 1, 1), s, args)?,
@@ -196,7 +197,18 @@ fn norm_backward(
     let tc = compute(dtype);
     let (rows, d) = rows_of(x);
     let dx = CudaStorage::alloc(dtype, x.1.size(), s)?;
-    let parts = rows.min(gpu()?.sm_count as usize * 8);
+    let vectors = [Some(w), b].into_iter().flatten().filter(|p| p.1.ndim() == 1).map(ptr);
+    let ptrs: Vec<u64> = [ptr(x), ptr(g), dx.ptr_at(0)].into_iter().chain(vectors).collect();
+    let packed = packed_norm(op, dtype, d, &ptrs);
+    // Each block folds its rows' weight (and bias) cotangents into one
+    // partial row. The register-cached kernel gets exactly one wave of
+    // blocks, so no SM idles in a partial last wave and there are few
+    // partial rows to add up.
+    let per_sm = match &packed {
+        Some((name, threads)) => resident_blocks(Family::Norm, dtype, name, *threads)? as usize,
+        None => 8,
+    };
+    let parts = rows.min(gpu()?.sm_count as usize * per_sm);
     let partial_w = CudaStorage::alloc(tc, parts * d, s)?;
     let partial_b = CudaStorage::alloc(tc, if b.is_some() { parts * d } else { 0 }, s)?;
     if parts > 0 {
@@ -206,9 +218,7 @@ fn norm_backward(
             args = args.arg(partial_b.ptr_at(0));
         }
         let args = args.arg(rows as i64).arg(d as i32).arg(eps);
-        let vectors = [Some(w), b].into_iter().flatten().filter(|p| p.1.ndim() == 1).map(ptr);
-        let ptrs: Vec<u64> = [ptr(x), ptr(g), dx.ptr_at(0)].into_iter().chain(vectors).collect();
-        match packed_norm(op, dtype, d, &ptrs) {
+        match packed {
             Some((packed, threads)) => {
                 launch(Family::Norm, dtype, &packed, (parts as u32, 1, 1), (threads, 1, 1), s, args)?
             }

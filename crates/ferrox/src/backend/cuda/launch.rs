@@ -90,6 +90,19 @@ pub(crate) fn grid_full(n: usize, per_thread: usize) -> u32 {
     n.div_ceil(BLOCK as usize * per_thread.max(1)).clamp(1, i32::MAX as usize) as u32
 }
 
+/// How many blocks of `threads` threads of kernel `name` (of `family`'s
+/// module for `dtype`) one SM holds at once: a grid of that many blocks per
+/// SM runs in a single wave (at least 1).
+pub(crate) fn resident_blocks(family: Family, dtype: Dtype, name: &str, threads: u32) -> Result<u32> {
+    let f = function(Module::Family(family, dtype), name)?;
+    let mut blocks = 0;
+    // SAFETY: `f` is a loaded function; the query only reads its attributes.
+    unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, f, threads as i32, 0) }
+        .result()
+        .map_err(driver_error("occupancy"))?;
+    Ok(blocks.max(1) as u32)
+}
+
 /// Launches kernel `name` of `family`'s module for `dtype` on `stream`.
 pub(crate) fn launch(
     family: Family,

@@ -18,7 +18,8 @@
 //                  long long rows, int d, float eps)
 //   norm_feature_sum(const TC* partial, int parts, int d, T* out)   blockDim (32, <= 32), 32 features a block
 // The `_packed` variants take the same arguments and hold each row in
-// registers (one read of x and dy): rows of 16-byte packs, d * sizeof(T) a
+// registers (one read of x and dy; the forward ones load a block's next row
+// while they reduce the current one): rows of 16-byte packs, d * sizeof(T) a
 // multiple of 16, 16-byte aligned x, dy, y, dx and vector w, b, and at most
 // FX_NORM_VPT packs per thread (blockDim >= packs / FX_NORM_VPT).
 
@@ -162,16 +163,36 @@ struct FxNormRow {
     TC v[FX_NORM_VPT][FX_NORM_P];
 };
 
-// Loads this thread's packs of a row (zeros past the row's end).
-__device__ __forceinline__ void fx_norm_load(const T* row, int packs, FxNormRow& r) {
+// This thread's packs of a row as loaded, not yet converted: a load into
+// one is issued at once and waited for only where it is converted.
+struct FxNormRaw {
+    FxPack<T, FX_NORM_P> pk[FX_NORM_VPT];
+};
+
+// Issues the loads of this thread's packs of a row.
+__device__ __forceinline__ void fx_norm_fetch(const T* row, int packs, FxNormRaw& raw) {
 #pragma unroll
     for (int i = 0; i < FX_NORM_VPT; ++i) {
         const int p = threadIdx.x + i * blockDim.x;
-        FxPack<T, FX_NORM_P> pk;
-        if (p < packs) pk.load(row + p * FX_NORM_P);
-#pragma unroll
-        for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = p < packs ? fx_to_c(pk.v[e]) : (TC)0;
+        if (p < packs) raw.pk[i].load(row + p * FX_NORM_P);
     }
+}
+
+// Converts fetched packs to TC (zeros past the row's end).
+__device__ __forceinline__ void fx_norm_convert(const FxNormRaw& raw, int packs, FxNormRow& r) {
+#pragma unroll
+    for (int i = 0; i < FX_NORM_VPT; ++i) {
+        const int p = threadIdx.x + i * blockDim.x;
+#pragma unroll
+        for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = p < packs ? fx_to_c(raw.pk[i].v[e]) : (TC)0;
+    }
+}
+
+// Loads this thread's packs of a row (zeros past the row's end).
+__device__ __forceinline__ void fx_norm_load(const T* row, int packs, FxNormRow& r) {
+    FxNormRaw raw;
+    fx_norm_fetch(row, packs, raw);
+    fx_norm_convert(raw, packs, r);
 }
 
 // Stores this thread's packs of a row.
@@ -200,32 +221,59 @@ __device__ __forceinline__ void fx_norm_feature(const T* f, int vec, int packs, 
         for (int e = 0; e < FX_NORM_P; ++e) r.v[i][e] = x;
 }
 
-// The block-wide sum of f(i, e) over this thread's elements.
-template <class F>
-__device__ __forceinline__ TC fx_norm_sum(F f) {
-    __shared__ TC red[32];
-    __shared__ TC total;
-    TC acc = 0;
+// K sums at once (one block-wide reduction for several quantities).
+template <int K>
+struct FxNormSums {
+    TC v[K];
+};
+
+template <int K>
+struct FxNormSumsAdd {
+    __device__ __forceinline__ FxNormSums<K> operator()(FxNormSums<K> a, const FxNormSums<K>& b) const {
+#pragma unroll
+        for (int k = 0; k < K; ++k) a.v[k] += b.v[k];
+        return a;
+    }
+};
+
+// Block-wide sums of K quantities over the row, valid in every thread:
+// f(i, e, acc) adds this thread's element (i, e) into acc.v. One barrier
+// pair per call: after the warps' partials meet in shared memory, every
+// group of nwarps lanes folds a full copy of them in the order thread 0
+// does, so all threads hold the same bits without a broadcast.
+template <int K, class F>
+__device__ __forceinline__ FxNormSums<K> fx_norm_sums(F f) {
+    __shared__ FxNormSums<K> red[32];
+    const FxNormSumsAdd<K> add;
+    FxNormSums<K> acc = {};
 #pragma unroll
     for (int i = 0; i < FX_NORM_VPT; ++i)
 #pragma unroll
-        for (int e = 0; e < FX_NORM_P; ++e) acc += f(i, e);
-    acc = fx_block_reduce(acc, FxNormAdd(), red);
-    if (threadIdx.x == 0) total = acc;
+        for (int e = 0; e < FX_NORM_P; ++e) f(i, e, acc);
+    acc = fx_warp_reduce(acc, add);
+    const int nwarps = blockDim.x >> 5;
+    if (nwarps == 1) return acc;
+    __syncthreads();  // the previous row's readers are done with `red`
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
     __syncthreads();
-    TC r = total;
-    __syncthreads();
-    return r;
+    acc = red[threadIdx.x & (nwarps - 1)];
+    return fx_warp_reduce(acc, add, nwarps);
 }
+
+// Whether this thread's pack i lies inside the row.
+__device__ __forceinline__ bool fx_norm_in_row(int i, int packs) { return threadIdx.x + i * blockDim.x < packs; }
 
 extern "C" __global__ void rms_norm_packed(const T* x, const T* w, int w_vec, T* y, long long rows, int d, float eps) {
     const int packs = d / FX_NORM_P;
     const TC inv_d = (TC)1 / (TC)d;
     FxNormRow wr, r;
+    FxNormRaw next;  // the block's next row, in flight while this one is reduced
     fx_norm_feature(w, w_vec, packs, wr);
+    if (blockIdx.x < rows) fx_norm_fetch(x + (long long)blockIdx.x * d, packs, next);
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-        fx_norm_load(x + row * d, packs, r);
-        const TC ss = fx_norm_sum([&](int i, int e) { return r.v[i][e] * r.v[i][e]; });
+        fx_norm_convert(next, packs, r);
+        if (row + gridDim.x < rows) fx_norm_fetch(x + (row + gridDim.x) * d, packs, next);
+        const TC ss = fx_norm_sums<1>([&](int i, int e, FxNormSums<1>& a) { a.v[0] += r.v[i][e] * r.v[i][e]; }).v[0];
         const TC scale = fx_rsqrt_c(ss * inv_d + (TC)eps);
 #pragma unroll
         for (int i = 0; i < FX_NORM_VPT; ++i)
@@ -240,16 +288,19 @@ extern "C" __global__ void layer_norm_packed(const T* x, const T* w, int w_vec, 
     const int packs = d / FX_NORM_P;
     const TC inv_d = (TC)1 / (TC)d;
     FxNormRow wr, br, r;
+    FxNormRaw next;  // the block's next row, in flight while this one is reduced
     fx_norm_feature(w, w_vec, packs, wr);
     fx_norm_feature(b, b_vec, packs, br);
+    if (blockIdx.x < rows) fx_norm_fetch(x + (long long)blockIdx.x * d, packs, next);
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-        fx_norm_load(x + row * d, packs, r);
-        const TC mean = fx_norm_sum([&](int i, int e) { return r.v[i][e]; }) * inv_d;
-        const TC var = fx_norm_sum([&](int i, int e) {
-                           const int p = threadIdx.x + i * blockDim.x;
+        fx_norm_convert(next, packs, r);
+        if (row + gridDim.x < rows) fx_norm_fetch(x + (row + gridDim.x) * d, packs, next);
+        const TC mean = fx_norm_sums<1>([&](int i, int e, FxNormSums<1>& a) { a.v[0] += r.v[i][e]; }).v[0] * inv_d;
+        const TC var = fx_norm_sums<1>([&](int i, int e, FxNormSums<1>& a) {
                            const TC c = r.v[i][e] - mean;
-                           return p < packs ? c * c : (TC)0;
-                       }) * inv_d;
+                           a.v[0] += fx_norm_in_row(i, packs) ? c * c : (TC)0;
+                       }).v[0] *
+                       inv_d;
         const TC scale = fx_rsqrt_c(var + (TC)eps);
 #pragma unroll
         for (int i = 0; i < FX_NORM_VPT; ++i)
@@ -279,10 +330,13 @@ extern "C" __global__ void rms_norm_vjp_packed(const T* x, const T* w, int w_vec
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
         fx_norm_load(x + row * d, packs, xr);
         fx_norm_load(g + row * d, packs, gr);
-        const TC ss = fx_norm_sum([&](int i, int e) { return xr.v[i][e] * xr.v[i][e]; });
-        const TC wgx = fx_norm_sum([&](int i, int e) { return wr.v[i][e] * gr.v[i][e] * xr.v[i][e]; });
-        const TC scale = fx_rsqrt_c(ss * inv_d + (TC)eps);
-        const TC k = wgx * inv_d * scale * scale * scale;
+        // The sum of squares and the sum of w * g * x, in one reduction.
+        const FxNormSums<2> s = fx_norm_sums<2>([&](int i, int e, FxNormSums<2>& a) {
+            a.v[0] += xr.v[i][e] * xr.v[i][e];
+            a.v[1] += wr.v[i][e] * gr.v[i][e] * xr.v[i][e];
+        });
+        const TC scale = fx_rsqrt_c(s.v[0] * inv_d + (TC)eps);
+        const TC k = s.v[1] * inv_d * scale * scale * scale;
 #pragma unroll
         for (int i = 0; i < FX_NORM_VPT; ++i)
 #pragma unroll
@@ -304,24 +358,26 @@ extern "C" __global__ void layer_norm_vjp_packed(const T* x, const T* w, int w_v
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
         fx_norm_load(x + row * d, packs, xr);
         fx_norm_load(g + row * d, packs, gr);
-        const TC mean = fx_norm_sum([&](int i, int e) { return xr.v[i][e]; }) * inv_d;
-        const TC var = fx_norm_sum([&](int i, int e) {
-                           const int p = threadIdx.x + i * blockDim.x;
-                           const TC c = xr.v[i][e] - mean;
-                           return p < packs ? c * c : (TC)0;
-                       }) * inv_d;
-        const TC scale = fx_rsqrt_c(var + (TC)eps);
+        const TC mean = fx_norm_sums<1>([&](int i, int e, FxNormSums<1>& a) { a.v[0] += xr.v[i][e]; }).v[0] * inv_d;
 #pragma unroll
         for (int i = 0; i < FX_NORM_VPT; ++i)
 #pragma unroll
-            for (int e = 0; e < FX_NORM_P; ++e) xr.v[i][e] = (xr.v[i][e] - mean) * scale;  // x-hat
-        const TC a = fx_norm_sum([&](int i, int e) { return wr.v[i][e] * gr.v[i][e]; }) * inv_d;
-        const TC c = fx_norm_sum([&](int i, int e) { return wr.v[i][e] * gr.v[i][e] * xr.v[i][e]; }) * inv_d;
+            for (int e = 0; e < FX_NORM_P; ++e) xr.v[i][e] -= mean;  // x - mean
+        // The variance's sum and the sums of w * g and w * g * (x - mean), in
+        // one reduction (packs past the row have g = 0).
+        const FxNormSums<3> s = fx_norm_sums<3>([&](int i, int e, FxNormSums<3>& a) {
+            const TC c = xr.v[i][e], wg = wr.v[i][e] * gr.v[i][e];
+            a.v[0] += fx_norm_in_row(i, packs) ? c * c : (TC)0;
+            a.v[1] += wg;
+            a.v[2] += wg * c;
+        });
+        const TC scale = fx_rsqrt_c(s.v[0] * inv_d + (TC)eps);
+        const TC a = s.v[1] * inv_d, c = s.v[2] * scale * inv_d;
 #pragma unroll
         for (int i = 0; i < FX_NORM_VPT; ++i)
 #pragma unroll
             for (int e = 0; e < FX_NORM_P; ++e) {
-                const TC gv = gr.v[i][e], xhat = xr.v[i][e];
+                const TC gv = gr.v[i][e], xhat = xr.v[i][e] * scale;
                 dw.v[i][e] += gv * xhat;
                 db.v[i][e] += gv;
                 gr.v[i][e] = scale * (wr.v[i][e] * gv - a - xhat * c);
