@@ -6,6 +6,7 @@ Issue "compile" targets:
     torch.compile; >= 2x faster than uncompiled on the CPU.
   * the elementwise tail of a transformer MLP block (bias + GELU +
     residual add) over the same shape.
+  * a reduction fused with its chain: sum((x - b)**2, axis=-1).
   * a chain of 1,000 small ops that cannot fuse into one kernel (16 x 16
     matmuls interleaved with elementwise ops): time per op.
   * a training step: the GPT-2-small step of benches/train_step.py has its
@@ -15,7 +16,7 @@ Each row: median seconds of a call plus a device synchronization, after a
 warmup (which traces). Copy bandwidth is measured with the device's own
 copy of the input (read + write of the same bytes as GELU).
 
-    python benches/compile.py [--device gpu|cpu] [--size 32,1000,4096] [--repeats 10] [--only gelu,tail,small,train]
+    python benches/compile.py [--device gpu|cpu] [--size 32,1000,4096] [--repeats 10] [--only gelu,tail,reduce,small,train]
 """
 
 import argparse
@@ -89,6 +90,12 @@ def ferrox_rows(args, rows):
         ctail = fx.compile(tail)
         rows["mlp tail eager"] = (median_time(lambda: fx.eval(tail(x, b, r)), sync, 1, args.repeats), 3 * nbytes)
         rows["mlp tail compiled"] = (median_time(lambda: fx.eval(ctail(x, b, r)), sync, 2, args.repeats), 3 * nbytes)
+    if want("reduce"):
+        # A final reduction fused with its chain (reads x once, writes rows).
+        sq = lambda x, b: fx.sum(fx.square(x - b), axis=-1)  # noqa: E731
+        csq = fx.compile(sq)
+        rows["sum sq rows eager"] = (median_time(lambda: fx.eval(sq(x, b)), sync, 1, args.repeats), nbytes)
+        rows["sum sq rows compiled"] = (median_time(lambda: fx.eval(csq(x, b)), sync, 2, args.repeats), nbytes)
     if want("small"):
         chain = small_chain_fx(fx, args.small_ops)
         cchain = fx.compile(chain)
@@ -163,7 +170,7 @@ def main():
     p.add_argument("--size", default="32,1000,4096")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--small-ops", type=int, default=1000)
-    p.add_argument("--only", default="", help="comma-separated subset of gelu,tail,small,train")
+    p.add_argument("--only", default="", help="comma-separated subset of gelu,tail,reduce,small,train")
     p.add_argument("--no-torch", action="store_true")
     args = p.parse_args()
 
@@ -179,6 +186,7 @@ def main():
         frac = f"{(nbytes / t) / (rows['copy (x + 0)'][1] / copy) * 100:12.0f}%" if nbytes else ""
         print(f"{name:32s} {t * 1e3:10.3f} {bw} {frac}")
     ratios = [("gelu eager", "gelu compiled"), ("mlp tail eager", "mlp tail compiled"),
+              ("sum sq rows eager", "sum sq rows compiled"),
               (f"{args.small_ops} small ops eager", f"{args.small_ops} small ops compiled"),
               ("mlp train step eager", "mlp train step compiled")]
     print()

@@ -311,6 +311,7 @@ def _structural_cases():
         ("depends", lambda a: fx.depends([a + 1], [a * 2])[0], [x]),
         ("conv2d", lambda a, w: fx.conv2d(a, w, padding=1), [fx.ones((1, 5, 5, 2)), fx.ones((3, 3, 3, 2))]),
         ("compiled", fx.compile(lambda a: (fx.exp(a) * 2 + (a > 0), a < 1)), [x]),
+        ("compiled_reduction", fx.compile(lambda a: fx.sum(fx.exp(a) * a, axis=-1)), [x]),
         ("random", lambda k: fx.random.normal((3,), key=k), [fx.random.key(0)]),
         ("optimizer_update", lambda p, g: tuple(_adam_step(p, g)), [x, x * 0.5]),
         ("vjp", lambda a: fx.vjp(lambda v: [fx.sin(v)], [a], [fx.ones_like(a)])[1][0], [x]),

@@ -638,6 +638,25 @@ pub trait Backend: Send + Sync {
         shape: &[usize],
     ) -> Result<Vec<Storage>>;
 
+    /// Runs a fused elementwise program with one output (of `shape`) and
+    /// reduces that output with `op` over `axes` (sorted, unique) into
+    /// `out_dtype`: what [`Backend::fused`] then [`Backend::reduce`] give,
+    /// bit for bit. Backends that can fold the values as the program makes
+    /// them, without writing them out, override this default (which does
+    /// exactly that pair of calls).
+    fn fused_reduce(
+        &self,
+        program: &fused::FusedProgram,
+        inputs: &[(&Storage, Layout)],
+        shape: &[usize],
+        op: ReduceOp,
+        axes: &[usize],
+        out_dtype: Dtype,
+    ) -> Result<Storage> {
+        let values = self.fused(program, inputs, shape)?.pop().expect("the program has one output");
+        self.reduce(op, &values, &Layout::contiguous(shape), axes, out_dtype)
+    }
+
     /// Runs a compiled graph through its replay slot: `run` computes the
     /// outputs from `inputs` with this backend's kernels. Backends that can
     /// record the launches (CUDA graphs) replay the recording on later

@@ -1,8 +1,10 @@
 //! A chain of elementwise nodes that `compile` fused into one node (MLX's
-//! `Compiled` primitive): one pass over the data computes every output.
-//! Its derivative and batching rules replay the chain as ordinary nodes.
+//! `Compiled` primitive): one pass over the data computes every output;
+//! [`FusedReduce`] also folds the chain's one output with a final
+//! reduction. Their derivative and batching rules replay the chain as
+//! ordinary nodes.
 
-use super::{mismatch, AsType, Batched, Binary, OutputSpec, Primitive, Select, Unary};
+use super::{mismatch, AsType, Batched, Binary, OutputSpec, Primitive, Reduce, Select, Unary};
 use crate::array::{Array, ArrayData};
 use crate::backend::fused::{FusedOp, FusedProgram, Operand};
 use crate::backend::Backend;
@@ -87,5 +89,67 @@ impl Primitive for Fused {
         let n = specs.len();
         let outs = Array::siblings_on_stream(specs, Arc::new(self.clone()), aligned, crate::device::current_stream())?;
         Ok((outs, vec![Some(0); n]))
+    }
+}
+
+/// A fused elementwise program with one output and a reduction of that
+/// output (`compile` makes it when a [`Reduce`] is the only reader of a
+/// fused chain): the same result as [`Fused`] then the [`Reduce`], whose
+/// output it has (reduced axes kept with extent 1), without the
+/// intermediate array where the backend can fold values as it makes them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FusedReduce {
+    /// The elementwise chain; exactly one output.
+    pub program: FusedProgram,
+    /// The reduction of the chain's output.
+    pub reduce: Reduce,
+}
+
+impl FusedReduce {
+    /// The chain and its reduction as ordinary nodes on `xs`.
+    fn unfused(&self, xs: &[Array]) -> Result<Array> {
+        let values = Fused(self.program.clone()).unfused(xs)?.pop().expect("one output");
+        let spec = self.reduce.output_specs(std::slice::from_ref(&values))?.pop().expect("one output");
+        Array::from_primitive(spec.shape, spec.dtype, self.reduce.clone(), vec![values])
+    }
+}
+
+impl Primitive for FusedReduce {
+    fn name(&self) -> &'static str {
+        "Compiled"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let chain = Fused(self.program.clone()).output_specs(inputs)?;
+        if chain.len() != 1 {
+            return Err(mismatch(self.name(), "a reduced program must have exactly one output."));
+        }
+        self.reduce.check(&chain[0].shape, chain[0].dtype)
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let shape =
+            inputs.iter().try_fold(Vec::new(), |acc, x| ops::broadcast_pair(self.name(), &acc, &x.layout.shape))?;
+        let ins: Vec<_> = inputs
+            .iter()
+            .map(|x| (&*x.storage, x.layout.broadcast_to(&shape).expect("inputs broadcast to the chain's shape")))
+            .collect();
+        let out =
+            backend.fused_reduce(&self.program, &ins, &shape, self.reduce.op, &self.reduce.axes, outputs[0].dtype)?;
+        Ok(super::fresh(out, &outputs[0].shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let (_, grads) = crate::transforms::autodiff::vjp(|xs| Ok(vec![self.unfused(xs)?]), inputs, cotangents)?;
+        Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
+    }
+    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(crate::transforms::autodiff::jvp(|xs| Ok(vec![self.unfused(xs)?]), inputs, tangents)?.1)
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
+        // Batched inputs get the batch in front, so the reduced axes move by one.
+        let (aligned, _) = crate::transforms::vmap::align_batched(inputs, axes)?;
+        let reduce = Reduce { op: self.reduce.op, axes: self.reduce.axes.iter().map(|&a| a + 1).collect() };
+        let batched = FusedReduce { program: self.program.clone(), reduce };
+        let specs = batched.output_specs(&aligned)?;
+        let outs = Array::siblings_on_stream(specs, Arc::new(batched), aligned, crate::device::current_stream())?;
+        Ok((outs, vec![Some(0)]))
     }
 }

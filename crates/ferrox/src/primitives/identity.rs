@@ -109,6 +109,7 @@ serializable_primitives!(
     Depends,
     Convolution,
     Fused,
+    FusedReduce,
 );
 
 /// Implements [`PrimitiveIdentity`] for a primitive that holds live state:

@@ -8,6 +8,20 @@ use crate::error::Result;
 use crate::ops;
 
 impl Reduce {
+    /// The output of this reduction of an input of `shape` and `dtype`
+    /// (reduced axes kept with extent 1), after checking the axes.
+    pub(crate) fn check(&self, shape: &[usize], dtype: Dtype) -> Result<Vec<OutputSpec>> {
+        check_axes(self.name(), &self.axes, shape.len())?;
+        if matches!(self.op, ReduceOp::Max | ReduceOp::Min) && self.axes.iter().any(|&i| shape[i] == 0) {
+            return Err(super::mismatch(self.name(), "Cannot reduce a zero size axis."));
+        }
+        let mut kept = shape.to_vec();
+        for &a in &self.axes {
+            kept[a] = 1;
+        }
+        super::one_output(kept, reduce_dtype(self.op, dtype))
+    }
+
     fn axes_isize(&self) -> Vec<isize> {
         self.axes.iter().map(|&a| a as isize).collect()
     }
@@ -93,12 +107,7 @@ impl Primitive for Reduce {
     }
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         super::arity(self.name(), inputs, 1)?;
-        let x = &inputs[0];
-        check_axes(self.name(), &self.axes, x.ndim())?;
-        if matches!(self.op, ReduceOp::Max | ReduceOp::Min) && self.axes.iter().any(|&i| x.shape()[i] == 0) {
-            return Err(super::mismatch(self.name(), "Cannot reduce a zero size axis."));
-        }
-        super::one_output(ops::kept_shape(x, &self.axes), reduce_dtype(self.op, x.dtype()))
+        self.check(inputs[0].shape(), inputs[0].dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];

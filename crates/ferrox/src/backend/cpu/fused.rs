@@ -7,9 +7,11 @@
 //! threads for large outputs.
 
 use super::elementwise;
+use super::reduce;
 use super::storage::{CpuBuffer, CpuStorage};
 use super::strided::{SendPtr, PARALLEL_THRESHOLD};
 use crate::backend::fused::{FusedOp, FusedProgram, Operand};
+use crate::backend::ReduceOp;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::shape::{collapse_dims_of, numel, Layout};
@@ -65,11 +67,11 @@ pub fn fused(program: &FusedProgram, inputs: &[(&CpuBuffer, Layout)], shape: &[u
     let dtypes: Vec<Dtype> = program.outputs.iter().map(|&o| program.steps[o].dtype).collect();
     let strides: Vec<&[isize]> = inputs.iter().map(|(_, l)| l.strides.as_slice()).collect();
     let (dims, strides) = collapse_dims_of(shape, &strides);
-    let blocks = Blocks::new(&dims);
     let mut work = |outs: &[SendPtr<u8>]| -> Result<()> {
         if n == 0 {
             return Ok(());
         }
+        let blocks = Blocks::new(&dims);
         let last = program.last_uses();
         let run = |b: usize| run_block(program, &last, inputs, &strides, &blocks, b, outs);
         if n >= PARALLEL_THRESHOLD && blocks.count > 1 {
@@ -139,7 +141,33 @@ fn run_block(
             Layout { shape: shape.clone(), strides: block_strides, offset: offset as usize }
         })
         .collect();
-    let dense = Layout::contiguous(&shape);
+    let values = run_steps(program, last, inputs, &views, &shape)?;
+    let first = (outer * blocks.shape[axis] + start) * blocks.inner;
+    for (&o, out) in program.outputs.iter().zip(outs) {
+        let bytes = bytes_of(values[o].as_ref().expect("outputs are kept"));
+        let size = program.steps[o].dtype.size();
+        // SAFETY: the output holds `n * size` bytes and this block's
+        // elements `first .. first + bytes.len() / size` are written by
+        // this block alone (blocks partition the output).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.get().add(first * size), bytes.len()) };
+    }
+    for done in values.into_iter().flatten() {
+        super::cache::recycle(done);
+    }
+    Ok(())
+}
+
+/// Runs the program's steps over one block of `shape` whose inputs are read
+/// through `views`; each step's buffer is recycled once its last reader has
+/// run, so the outputs' values are the ones left.
+fn run_steps(
+    program: &FusedProgram,
+    last: &[usize],
+    inputs: &[(&CpuBuffer, Layout)],
+    views: &[Layout],
+    shape: &[usize],
+) -> Result<Vec<Option<CpuBuffer>>> {
+    let dense = Layout::contiguous(shape);
     let mut values: Vec<Option<CpuBuffer>> = vec![None; program.steps.len()];
     for (i, step) in program.steps.iter().enumerate() {
         let value = {
@@ -174,17 +202,76 @@ fn run_block(
             }
         }
     }
-    let first = (outer * blocks.shape[axis] + start) * blocks.inner;
-    for (&o, out) in program.outputs.iter().zip(outs) {
-        let bytes = bytes_of(values[o].as_ref().expect("outputs are kept"));
-        let size = program.steps[o].dtype.size();
-        // SAFETY: the output holds `n * size` bytes and this block's
-        // elements `first .. first + bytes.len() / size` are written by
-        // this block alone (blocks partition the output).
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.get().add(first * size), bytes.len()) };
+    Ok(values)
+}
+
+/// The one stride that walks `dims` (with `strides`) in row-major order,
+/// if there is one (extents of 1 are skipped; all-broadcast dims give 0).
+fn run_stride(dims: &[usize], strides: &[isize]) -> Option<isize> {
+    if dims.contains(&0) {
+        return Some(0); // nothing is read
     }
-    for done in values.into_iter().flatten() {
-        super::cache::recycle(done);
+    let kept: Vec<(usize, isize)> =
+        dims.iter().copied().zip(strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
+    let merges = kept.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0 as isize);
+    merges.then(|| kept.last().map_or(0, |&(_, s)| s))
+}
+
+/// Runs `program` (one output, of `shape`) and reduces its values with `op`
+/// over `axes` into `out_dtype` without writing them out: each row of the
+/// reduction is computed in the blocks the eager reduction folds, so the
+/// result is the same bits as `fused` then `reduce`. `None` when this path
+/// does not apply: the reduced axes are not the trailing ones, or an input
+/// does not read them as one strided run (the caller then does the pair).
+pub fn fused_reduce(
+    program: &FusedProgram,
+    inputs: &[(&CpuBuffer, Layout)],
+    shape: &[usize],
+    op: ReduceOp,
+    axes: &[usize],
+    out_dtype: Dtype,
+) -> Result<Option<CpuBuffer>> {
+    let k = shape.len() - axes.len();
+    if axes.iter().enumerate().any(|(i, &a)| a != k + i) || program.outputs.len() != 1 {
+        return Ok(None);
     }
-    Ok(())
+    let Some(run_strides) =
+        inputs.iter().map(|(_, l)| run_stride(&shape[k..], &l.strides[k..])).collect::<Option<Vec<isize>>>()
+    else {
+        return Ok(None);
+    };
+    let (outer, r) = (numel(&shape[..k]), numel(&shape[k..]));
+    let value_dtype = program.steps[program.outputs[0]].dtype;
+    let work = reduce::work_dtype(op, value_dtype, out_dtype);
+    let last = program.last_uses();
+    let piece = |o: usize, j0: usize, len: usize| -> Result<CpuBuffer> {
+        let views: Vec<Layout> = inputs
+            .iter()
+            .zip(&run_strides)
+            .map(|((_, l), &s)| {
+                let (mut offset, mut rest) = (l.offset as isize + j0 as isize * s, o);
+                for d in (0..k).rev() {
+                    offset += (rest % shape[d]) as isize * l.strides[d];
+                    rest /= shape[d];
+                }
+                Layout { shape: vec![len], strides: vec![s], offset: offset as usize }
+            })
+            .collect();
+        let mut values = run_steps(program, &last, inputs, &views, &[len])?;
+        let value = values[program.outputs[0]].take().expect("outputs are kept");
+        for unread in values.into_iter().flatten() {
+            super::cache::recycle(unread);
+        }
+        if work == value_dtype {
+            return Ok(value);
+        }
+        let cast = elementwise::cast_buffer(&value, &Layout::contiguous(&[len]), work)?;
+        super::cache::recycle(value);
+        Ok(cast)
+    };
+    let reduced = reduce::reduce_pieces(op, work, outer, r, &piece)?;
+    if work == out_dtype {
+        return Ok(Some(reduced));
+    }
+    Ok(Some(elementwise::cast_buffer(&reduced, &Layout::contiguous(&[outer]), out_dtype)?))
 }

@@ -279,6 +279,23 @@ impl Backend for CpuBackend {
         let inputs: Vec<(&CpuBuffer, Layout)> = inputs.iter().map(|(s, l)| (host(s), l.clone())).collect();
         Ok(fused::fused(program, &inputs, shape)?.into_iter().map(Storage::Cpu).collect())
     }
+
+    fn fused_reduce(
+        &self,
+        program: &super::fused::FusedProgram,
+        inputs: &[(&Storage, Layout)],
+        shape: &[usize],
+        op: ReduceOp,
+        axes: &[usize],
+        out_dtype: Dtype,
+    ) -> Result<Storage> {
+        let host_inputs: Vec<(&CpuBuffer, Layout)> = inputs.iter().map(|(s, l)| (host(s), l.clone())).collect();
+        if let Some(out) = fused::fused_reduce(program, &host_inputs, shape, op, axes, out_dtype)? {
+            return wrap(out);
+        }
+        let values = self.fused(program, inputs, shape)?.pop().expect("the program has one output");
+        self.reduce(op, &values, &Layout::contiguous(shape), axes, out_dtype)
+    }
 }
 
 /// The dtype a host buffer holds.

@@ -18,31 +18,33 @@ use rayon::prelude::*;
 const LANES: usize = 16;
 const BLOCK: usize = 4096;
 
+/// Folds one block (at most `BLOCK` elements) with `LANES` accumulators,
+/// then the accumulators pairwise.
+fn reduce_block<T: Element>(block: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
+    let mut acc = [init; LANES];
+    let mut chunks = block.chunks_exact(LANES);
+    for c in &mut chunks {
+        for k in 0..LANES {
+            acc[k] = f(acc[k], c[k]);
+        }
+    }
+    for (k, &v) in chunks.remainder().iter().enumerate() {
+        acc[k] = f(acc[k], v);
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for k in 0..width {
+            acc[k] = f(acc[k], acc[k + width]);
+        }
+    }
+    acc[0]
+}
+
 /// Reduces one contiguous run: blocks of `BLOCK` elements with `LANES`
 /// accumulators each, block results combined in order.
 fn reduce_run<T: Element>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
-    let mut total = init;
-    for block in x.chunks(BLOCK) {
-        let mut acc = [init; LANES];
-        let mut chunks = block.chunks_exact(LANES);
-        for c in &mut chunks {
-            for k in 0..LANES {
-                acc[k] = f(acc[k], c[k]);
-            }
-        }
-        for (k, &v) in chunks.remainder().iter().enumerate() {
-            acc[k] = f(acc[k], v);
-        }
-        let mut width = LANES;
-        while width > 1 {
-            width /= 2;
-            for k in 0..width {
-                acc[k] = f(acc[k], acc[k + width]);
-            }
-        }
-        total = f(total, acc[0]);
-    }
-    total
+    x.chunks(BLOCK).fold(init, |total, block| f(total, reduce_block(block, init, f)))
 }
 
 /// `out[o, j] = f-fold over i of x[o, i, j]` for contiguous `x` of shape `[outer, r, inner]`.
@@ -98,6 +100,76 @@ fn reduce_blocks<T: CpuElement>(
     Ok(out)
 }
 
+/// The elements of one row (`o`, from `j0`, `len` of them) of a sequence
+/// that exists only in pieces, as a buffer of the working dtype.
+pub(crate) type Piece<'a> = dyn Fn(usize, usize, usize) -> Result<CpuBuffer> + Sync + 'a;
+
+/// Reduces the rows of a row-major `[outer, r]` sequence of `work` values
+/// that `piece` makes on demand, in at most `BLOCK` elements at a time: the
+/// chunks, blocks and order [`reduce`] takes over the same values stored
+/// contiguously with the reduced axes last, so the result has the same
+/// bits. One `work` value per row.
+pub(crate) fn reduce_pieces(op: ReduceOp, work: Dtype, outer: usize, r: usize, piece: &Piece<'_>) -> Result<CpuBuffer> {
+    let witness = super::creation::full(crate::element::Scalar::Bool(false), work, 0)?;
+    crate::with_buffer!(&witness, w => Ok(CpuElement::into_buffer(pieces_typed(op, &w[..], outer, r, piece)?)))
+}
+
+/// [`reduce_pieces`] for element type `T` (named by the empty `_of`).
+fn pieces_typed<T: CpuElement>(op: ReduceOp, _of: &[T], outer: usize, r: usize, piece: &Piece<'_>) -> Result<Vec<T>> {
+    match op {
+        ReduceOp::Sum => fold_pieces(outer, r, piece, T::zero(), T::add),
+        ReduceOp::Prod => fold_pieces(outer, r, piece, T::one(), T::mul),
+        ReduceOp::Max => fold_pieces(outer, r, piece, T::lowest(), T::max),
+        ReduceOp::Min => fold_pieces(outer, r, piece, T::highest(), T::min),
+    }
+}
+
+/// Folds the rows [`reduce_pieces`] describes with `f` from `init`.
+fn fold_pieces<T: CpuElement>(
+    outer: usize,
+    r: usize,
+    piece: &Piece<'_>,
+    init: T,
+    f: impl Fn(T, T) -> T + Copy + Sync,
+) -> Result<Vec<T>> {
+    // Mirrors reduce_run over elements j0 .. j0 + len of row o.
+    let run = |o: usize, j0: usize, len: usize| -> Result<T> {
+        let mut total = init;
+        let mut j = j0;
+        while j < j0 + len {
+            let m = BLOCK.min(j0 + len - j);
+            let values = piece(o, j, m)?;
+            let block = T::slice_of(&values).expect("pieces hold the working dtype");
+            total = f(total, reduce_block(block, init, f));
+            super::cache::recycle(values);
+            j += m;
+        }
+        Ok(total)
+    };
+    let mut out = output_vec::<T>(outer)?;
+    out.fill(init);
+    let n = outer * r;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    // The branches of reduce_blocks for inner == 1.
+    if outer == 1 && n >= PARALLEL_THRESHOLD {
+        let chunk = chunk_len(n);
+        let parts: Vec<T> = (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map(|c| run(0, c * chunk, chunk.min(n - c * chunk)))
+            .collect::<Result<_>>()?;
+        out[0] = parts.into_iter().fold(init, f);
+    } else if n >= PARALLEL_THRESHOLD {
+        out.par_iter_mut().enumerate().try_for_each(|(o, dst)| run(o, 0, r).map(|v| *dst = v))?;
+    } else {
+        for (o, dst) in out.iter_mut().enumerate() {
+            *dst = run(o, 0, r)?;
+        }
+    }
+    Ok(out)
+}
+
 fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, inner: usize) -> Result<Vec<T>> {
     match op {
         ReduceOp::Sum => reduce_blocks(x, outer, r, inner, T::zero(), T::add),
@@ -111,11 +183,7 @@ fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, in
 /// row-major over the input shape with reduced axes of extent 1.
 pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype: Dtype) -> Result<CpuBuffer> {
     let in_dtype = with_dtype(x);
-    // Sums and products of half floats accumulate in f32; bool sums in int32.
-    let work_dtype = match (op, in_dtype) {
-        (ReduceOp::Sum | ReduceOp::Prod, Dtype::F16 | Dtype::BF16) => Dtype::F32,
-        _ => out_dtype,
-    };
+    let work_dtype = work_dtype(op, in_dtype, out_dtype);
     let ndim = l.ndim();
     let is_block = axes.windows(2).all(|w| w[1] == w[0] + 1);
     // Bring the data to row-major order with the reduced axes as one block;
@@ -144,6 +212,16 @@ pub fn reduce(op: ReduceOp, x: &CpuBuffer, l: &Layout, axes: &[usize], out_dtype
         cast_buffer(&out, &Layout::contiguous(&[outer * inner]), out_dtype)
     } else {
         Ok(out)
+    }
+}
+
+/// The dtype a reduction of `in_dtype` values into `out_dtype` folds in:
+/// sums and products of half floats accumulate in float32, other values
+/// are first converted to the output dtype (bool sums to int32).
+pub(crate) fn work_dtype(op: ReduceOp, in_dtype: Dtype, out_dtype: Dtype) -> Dtype {
+    match (op, in_dtype) {
+        (ReduceOp::Sum | ReduceOp::Prod, Dtype::F16 | Dtype::BF16) => Dtype::F32,
+        _ => out_dtype,
     }
 }
 
@@ -337,6 +415,29 @@ fn first_equal<T: Element>(block: &[T], m: T) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_fold_like_stored_data() {
+        // Float sums depend on the order: every path of reduce_blocks
+        // (one parallel run, parallel rows, serial rows) must be matched.
+        for (outer, r) in [(1, 100_003), (7, 9_001), (3, 5_000), (2, 17), (4, 0), (0, 3)] {
+            let x: Vec<f32> = (0..outer * r).map(|i| ((i * 7919) % 1000) as f32 * 0.001 - 0.37).collect();
+            let stored = CpuElement::into_buffer(x.clone());
+            let piece = |o: usize, j0: usize, len: usize| -> Result<CpuBuffer> {
+                Ok(CpuElement::into_buffer(x[o * r + j0..o * r + j0 + len].to_vec()))
+            };
+            for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max] {
+                let want = reduce(op, &stored, &Layout::contiguous(&[outer, r]), &[1], Dtype::F32).unwrap();
+                let got = reduce_pieces(op, Dtype::F32, outer, r, &piece).unwrap();
+                let (want, got) = (f32::slice_of(&want).unwrap(), f32::slice_of(&got).unwrap());
+                assert_eq!(
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{op:?} over [{outer}, {r}]"
+                );
+            }
+        }
+    }
 
     /// The sequential scan `arg_extreme_of_row` must agree with.
     fn sequential<T: Element>(op: ArgReduceOp, row: &[T]) -> u32 {

@@ -5,13 +5,15 @@
 //! the group (by another node or as a function output) becomes an output
 //! of the fused node. The values of one-element host constants (Python
 //! scalars) among a group's inputs are recorded in its program
-//! (`known_scalars`), so a backend can build them into the kernel.
+//! (`known_scalars`), so a backend can build them into the kernel. A group
+//! (even of one node) whose only reader is a [`Reduce`] of its last member
+//! becomes one [`FusedReduce`] node with that reduction.
 
 use super::tape::{host_scalar_bytes, Ref, Tape, TapeNode};
 use crate::array::Array;
 use crate::backend::fused::{FusedOp, FusedProgram, FusedStep, Operand};
 use crate::dtype::Dtype;
-use crate::primitives::{AsType, Binary, Fused, OutputSpec, Primitive, Select, Unary};
+use crate::primitives::{AsType, Binary, Fused, FusedReduce, OutputSpec, Primitive, Reduce, Select, Unary};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -28,6 +30,18 @@ fn fused_op(p: &dyn Primitive) -> Option<FusedOp> {
         return Some(FusedOp::Select);
     }
     any.is::<AsType>().then_some(FusedOp::AsType)
+}
+
+/// The reduction that is the only reader of node `k`'s value, if any: a
+/// [`Reduce`] node on the same stream, and `k` is not a function output.
+fn final_reduction(tape: &Tape, consumers: &HashMap<Ref, Vec<usize>>, k: usize) -> Option<(usize, Reduce)> {
+    let me = Ref::Node(k, 0);
+    let readers = consumers.get(&me)?;
+    let &[r] = readers.as_slice() else { return None };
+    let node = &tape.nodes[r];
+    let reduce = node.primitive.as_any().downcast_ref::<Reduce>()?;
+    let only_input = node.inputs.as_slice() == [me];
+    (only_input && node.stream == tape.nodes[k].stream && !tape.outputs.contains(&me)).then(|| (r, reduce.clone()))
 }
 
 /// `tape` with its elementwise chains fused.
@@ -65,7 +79,7 @@ pub(crate) fn fuse(tape: &Tape) -> Tape {
                 None => break,
             }
         }
-        if members.len() > 1 {
+        if members.len() > 1 || final_reduction(tape, &consumers, root).is_some() {
             for &m in &members {
                 group_of[m] = Some(groups.len());
             }
@@ -87,7 +101,12 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
         outputs: Vec::new(),
     };
     let remap = |r: Ref, map: &HashMap<Ref, Ref>| *map.get(&r).unwrap_or(&r);
+    // Reductions folded into the group before them, skipped where they stood.
+    let mut absorbed: HashSet<usize> = HashSet::new();
     for (k, node) in tape.nodes.iter().enumerate() {
+        if absorbed.contains(&k) {
+            continue;
+        }
         let Some(g) = group_of[k] else {
             let mut node = node.clone();
             for r in node.inputs.iter_mut() {
@@ -150,6 +169,14 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
             .collect();
         let program = FusedProgram { inputs: input_dtypes, steps, outputs, known_scalars };
         let index = out.nodes.len();
+        if let (true, Some((r, reduce))) = (exported == [k], final_reduction(tape, &consumers, k)) {
+            // The group's one value is only reduced: one node computes both.
+            absorbed.insert(r);
+            map.insert(Ref::Node(r, 0), Ref::Node(index, 0));
+            let primitive = Arc::new(FusedReduce { program, reduce });
+            out.nodes.push(TapeNode { primitive, inputs, outputs: tape.nodes[r].outputs.clone(), stream: node.stream });
+            continue;
+        }
         for (j, &m) in exported.iter().enumerate() {
             map.insert(Ref::Node(m, 0), Ref::Node(index, j));
         }

@@ -248,9 +248,20 @@ impl CompiledFunction {
         Ok(tape
             .nodes
             .iter()
-            .map(|n| match n.primitive.as_any().downcast_ref::<crate::primitives::Fused>() {
-                Some(f) => format!("Compiled[{}]", f.0.describe()),
-                None => n.primitive.name().to_string(),
+            .map(|n| {
+                let any = n.primitive.as_any();
+                if let Some(f) = any.downcast_ref::<crate::primitives::Fused>() {
+                    format!("Compiled[{}]", f.0.describe())
+                } else if let Some(f) = any.downcast_ref::<crate::primitives::FusedReduce>() {
+                    format!(
+                        "Compiled[{}; {} over {:?}]",
+                        f.program.describe(),
+                        crate::primitives::Primitive::name(&f.reduce),
+                        f.reduce.axes
+                    )
+                } else {
+                    n.primitive.name().to_string()
+                }
             })
             .collect())
     }
