@@ -166,17 +166,6 @@ fn vmap_of_compiled_matches_eager() -> Result<()> {
 }
 
 #[test]
-fn disabled_compile_calls_the_function() -> Result<()> {
-    let f = gelu_compiled();
-    ferrox::disable_compile();
-    let out = f.call(&[randn(&[2], 13)?]);
-    ferrox::enable_compile();
-    out?;
-    assert_eq!(f.stats().misses, 0);
-    Ok(())
-}
-
-#[test]
 fn evaluating_inside_a_trace_is_an_error() -> Result<()> {
     let f = compile(|xs| Ok(vec![Array::scalar(xs[0].item::<f32>()?)]), false);
     let err = f.call(&[Array::scalar(1.0f32)]).unwrap_err().to_string();
