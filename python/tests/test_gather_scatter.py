@@ -205,6 +205,21 @@ def test_at_accumulates_repeats_like_ufunc_at(method, ufunc, rng):
     np.testing.assert_allclose(np.array(got), want, rtol=1e-6)
 
 
+def test_at_update_takes_an_array_value_in_its_own_dtype():
+    # MLX: an array value keeps its dtype until the update casts it into the
+    # array's, so an int array divided by a float array takes the float
+    # reciprocal first (1 / 0.4 = 2.5 -> 2); a Python scalar and a NumPy
+    # array convert against the array's dtype first (as in MLX).
+    x = fx.array(np.array([-9, 4, 7], dtype=np.int32))
+    assert x.at[1:].divide(fx.array(np.float32(0.4))).tolist() == [-9, 8, 14]
+    assert x.at[1:].divide(fx.array(np.float32(-1.0642))).tolist() == [-9, 0, 0]
+    assert x.at[1:].divide(0.4).tolist() == [-9, 8, 14]
+    assert x.at[1:].subtract(fx.array([0.6, 0.6])).tolist() == [-9, 4, 7]
+    assert x.at[1:].multiply(fx.array([1.6, 1.6])).tolist() == [-9, 4, 7]
+    got = x.at[1:].add(fx.array([2**33, 2**33], dtype=fx.int64))
+    assert got.dtype == fx.int32 and got.tolist() == [-9, 4, 7]
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_at_add_every_dtype(dtype, rng):
     x = rand(rng, (5, 2), dtype)

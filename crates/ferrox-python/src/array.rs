@@ -200,7 +200,12 @@ impl PyArrayAtIndex {
             let value = ops::broadcast_to(&value, self.array.shape()).py()?;
             return Ok(PyArray::wrap(elementwise(&self.array, &value).py()?));
         }
-        let value = crate::convert::operand(value, self.array.dtype())?;
+        // As in MLX, an array value keeps its dtype through `prepare` (a
+        // float divisor's reciprocal is taken in float); the update casts.
+        let value = match value.downcast::<PyArray>() {
+            Ok(v) => v.borrow().inner.clone(),
+            Err(_) => crate::convert::operand(value, self.array.dtype())?,
+        };
         let value = prepare(&value).py()?;
         Ok(PyArray::wrap(ops::index_update(&self.array, &self.indices, &value, op).py()?))
     }
