@@ -13,7 +13,7 @@
 //! next [`eval`] of them computes them again on the caller's thread and
 //! reports the error there, as a synchronous evaluation would have.
 
-use super::eval::{eval, pending_recipes, run};
+use super::eval::{eval, pending_recipes, run, run_in_order};
 use crate::array::{Array, Recipe};
 use crate::device::{current_stream, with_stream, DeviceType, Stream};
 use crate::error::Result;
@@ -61,7 +61,8 @@ pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()>
     }
     let all_gpu = recipes.iter().all(|r| r.stream.device.kind == DeviceType::Gpu);
     let Some(sender) = worker().filter(|_| !(all_gpu && idle())) else {
-        return eval(arrays);
+        // Nothing is queued, so `recipes` is everything pending: run it here.
+        return run_in_order(recipes);
     };
     for r in &recipes {
         r.set_queued(true);
@@ -74,7 +75,8 @@ pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()>
             r.set_queued(false);
         }
         finish_job();
-        return eval(arrays);
+        wait_for_async_work();
+        return run_in_order(returned.0.recipes);
     }
     Ok(())
 }

@@ -16,8 +16,14 @@ use std::sync::Arc;
 /// Waits first for work queued by [`super::async_eval::async_eval`].
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     super::async_eval::wait_for_async_work();
-    // Each recipe is dropped once it has run.
-    for recipe in pending_recipes(arrays, |_| false) {
+    run_in_order(pending_recipes(arrays, |_| false))
+}
+
+/// Runs `recipes` (inputs before consumers, as [`pending_recipes`] orders
+/// them) on this thread, dropping each once it has run so intermediates are
+/// freed as the evaluation goes.
+pub(crate) fn run_in_order(recipes: Vec<Arc<Recipe>>) -> Result<()> {
+    for recipe in recipes {
         run(&recipe)?;
     }
     Ok(())
