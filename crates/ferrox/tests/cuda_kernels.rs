@@ -167,3 +167,37 @@ fn fused_kernels_compile_for_every_real_dtype() {
     let errors = compile_units(&units);
     assert!(errors.is_empty(), "{} fused kernels failed:\n{}", errors.len(), errors.join("\n\n"));
 }
+
+#[test]
+fn fused_reduction_kernels_compile_for_every_real_dtype() {
+    use ferrox::backend::cuda::fused::InputMode;
+    use ferrox::backend::cuda::fused_reduce::kernel_source;
+    use ferrox::backend::ReduceOp;
+    if !nvrtc_present() {
+        return;
+    }
+    let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
+    let kernels: Vec<String> = ["all", "rows", "cols"].iter().map(|k| format!("fx_fused_{k}")).collect();
+    let mut units = Vec::new();
+    for (i, &d) in Dtype::ALL.iter().filter(|&&d| d != Dtype::C64).enumerate() {
+        // The check program's `where`, of the module dtype, is the one output.
+        let mut program = fused_check_program(d);
+        let select = program.steps.iter().position(|s| s.op == ferrox::backend::fused::FusedOp::Select);
+        program.outputs = vec![select.expect("the program has a where")];
+        let op = ops[i % ops.len()];
+        let packed = [InputMode::Contiguous, InputMode::Row, InputMode::Scalar];
+        let strided = [InputMode::Strided, InputMode::Scalar, InputMode::Contiguous];
+        units.push((
+            format!("fused_reduce_packed_{d}"),
+            kernel_source(&program, d, &packed, true, op),
+            kernels.clone(),
+        ));
+        units.push((
+            format!("fused_reduce_strided_{d}"),
+            kernel_source(&program, d, &strided, false, op),
+            kernels.clone(),
+        ));
+    }
+    let errors = compile_units(&units);
+    assert!(errors.is_empty(), "{} fused reduction kernels failed:\n{}", errors.len(), errors.join("\n\n"));
+}

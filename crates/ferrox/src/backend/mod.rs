@@ -653,8 +653,7 @@ pub trait Backend: Send + Sync {
         axes: &[usize],
         out_dtype: Dtype,
     ) -> Result<Storage> {
-        let values = self.fused(program, inputs, shape)?.pop().expect("the program has one output");
-        self.reduce(op, &values, &Layout::contiguous(shape), axes, out_dtype)
+        fused_then_reduce(self, program, inputs, shape, op, axes, out_dtype)
     }
 
     /// Runs a compiled graph through its replay slot: `run` computes the
@@ -670,6 +669,23 @@ pub trait Backend: Send + Sync {
         let _ = slot;
         run(inputs)
     }
+}
+
+/// [`Backend::fused_reduce`] as two passes: the program's one output
+/// written out by [`Backend::fused`], then reduced by [`Backend::reduce`].
+/// The trait's default, and the fallback of backends that fold only some
+/// reductions themselves.
+pub fn fused_then_reduce<B: Backend + ?Sized>(
+    backend: &B,
+    program: &fused::FusedProgram,
+    inputs: &[(&Storage, Layout)],
+    shape: &[usize],
+    op: ReduceOp,
+    axes: &[usize],
+    out_dtype: Dtype,
+) -> Result<Storage> {
+    let values = backend.fused(program, inputs, shape)?.pop().expect("the program has one output");
+    backend.reduce(op, &values, &Layout::contiguous(shape), axes, out_dtype)
 }
 
 mod conv_params;

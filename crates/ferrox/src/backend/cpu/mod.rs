@@ -293,8 +293,7 @@ impl Backend for CpuBackend {
         if let Some(out) = fused::fused_reduce(program, &host_inputs, shape, op, axes, out_dtype)? {
             return wrap(out);
         }
-        let values = self.fused(program, inputs, shape)?.pop().expect("the program has one output");
-        self.reduce(op, &values, &Layout::contiguous(shape), axes, out_dtype)
+        super::fused_then_reduce(self, program, inputs, shape, op, axes, out_dtype)
     }
 }
 

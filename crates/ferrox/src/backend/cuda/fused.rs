@@ -23,7 +23,7 @@ use super::launch::{grid_for, grid_full, launch_function, Args, Strided, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::fused::{FusedOp, FusedProgram, Operand};
-use crate::backend::BinaryOp;
+use crate::backend::{BinaryOp, ReduceOp};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::shape::{collapse_dims, Layout};
@@ -64,7 +64,7 @@ impl InputMode {
 
 /// The length of the row `l` repeats, when it reads one contiguous row
 /// for every index of the leading dimensions.
-fn row_length(l: &Layout) -> Option<usize> {
+pub(super) fn row_length(l: &Layout) -> Option<usize> {
     let (shape, [strides]) = collapse_dims(&l.shape, [&l.strides]);
     match (shape.as_slice(), strides.as_slice()) {
         ([_, w], [0, 1]) => Some(*w),
@@ -93,7 +93,7 @@ fn rounded_intrinsic(op: BinaryOp, module: Dtype) -> Option<&'static str> {
 /// number as the division (so the result is the same, bit for bit) at a
 /// fraction of an IEEE division's cost; other divisors divide. The test on
 /// the divisor is the same for every element, so it leaves the loop.
-const DIVIDE_BY_SCALAR: &str = r#"
+pub(super) const DIVIDE_BY_SCALAR: &str = r#"
 __device__ __forceinline__ float fx_div_by_scalar(float a, float b) {
     const unsigned int bits = __float_as_uint(b), e = (bits >> 23) & 0xffu;
     if ((bits & 0x7fffffu) == 0u && e >= 1u && e <= 253u)
@@ -181,22 +181,10 @@ fn cast_expr(src: Dtype, dst: Dtype, v: &str) -> String {
     }
 }
 
-/// The source of the kernel `fx_fused` for `program` with arithmetic in
-/// `module` and inputs read as `modes`.
-///
-/// Arguments: `const S_j* in_j` per input, `O_k* out_k` per output,
-/// `long long n`, then one `Strided1` per strided input and one `long
-/// long` row length per row input, in input order.
-/// Launch with blockDim 256 and any grid; with `vector` set, every
-/// contiguous input and every output must be aligned to packs of
-/// `pack_elements(program)` elements, and the grid must cover the packs
-/// with `PACKS_PER_THREAD` per thread, `tid + u * nth` for thread `tid`
-/// (on an H200, two loads in flight per thread ran 5% faster than one
-/// pack per thread, and a grid-stride loop 7% slower; see
-/// `docs/gpu-notes.md`). Known scalar inputs are written into the source
-/// as literals, which also lets NVRTC fold what depends on them (a
-/// division by 2 becomes a product).
-pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode], vector: bool) -> String {
+/// The device function `fx_body(a_0, .., r_0&, ..)`: the program's steps
+/// on one element (inputs by value, outputs by reference), arithmetic in
+/// `module`, inputs read as `modes`.
+pub(super) fn body_source(program: &FusedProgram, module: Dtype, modes: &[InputMode]) -> String {
     let operand = |a: Operand| match a {
         Operand::Input(j) => format!("a{j}"),
         Operand::Step(j) => format!("v{j}"),
@@ -235,38 +223,81 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
         .map(|(j, &d)| format!("{} a{j}", c_type(d)))
         .chain(program.outputs.iter().enumerate().map(|(k, &o)| format!("{}& r{k}", c_type(program.steps[o].dtype))))
         .collect();
+    format!("__device__ __forceinline__ void fx_body({}) {{\n{body}}}\n", value_params.join(", "))
+}
 
-    let mut src = String::new();
-    let _ = writeln!(src, "__device__ __forceinline__ void fx_body({}) {{\n{body}}}", value_params.join(", "));
+/// The kernel parameters of the program's inputs: `const S_j* in{j}` each.
+pub(super) fn input_params(program: &FusedProgram) -> Vec<String> {
+    program.inputs.iter().enumerate().map(|(j, &d)| format!("const {}* __restrict__ in{j}", c_type(d))).collect()
+}
 
-    let mut params: Vec<String> = program
-        .inputs
+/// The parameters describing how inputs are read, in input order: a
+/// `Strided1 l{j}` per strided input, a `long long w{j}` (row length) per
+/// row input.
+pub(super) fn layout_params(modes: &[InputMode]) -> Vec<String> {
+    modes
         .iter()
         .enumerate()
-        .map(|(j, &d)| format!("const {}* __restrict__ in{j}", c_type(d)))
-        .chain(
-            program
-                .outputs
-                .iter()
-                .enumerate()
-                .map(|(k, &o)| format!("{}* __restrict__ out{k}", c_type(program.steps[o].dtype))),
-        )
-        .collect();
+        .filter_map(|(j, &m)| match m {
+            InputMode::Strided => Some(format!("Strided1 l{j}")),
+            InputMode::Row => Some(format!("long long w{j}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The value of scalar input `j`: its literal when the program knows it,
+/// else its first element.
+pub(super) fn scalar_value(program: &FusedProgram, j: usize) -> String {
+    match program.known_scalar(j) {
+        Some(bits) => literal(program.inputs[j], bits),
+        None => format!("in{j}[0]"),
+    }
+}
+
+/// The expression reading input `j`'s element at flat output index
+/// `index` (scalar inputs are in `s{j}`).
+pub(super) fn load_expr(modes: &[InputMode], j: usize, index: &str) -> String {
+    match modes[j] {
+        InputMode::Contiguous => format!("in{j}[{index}]"),
+        InputMode::Scalar => format!("s{j}"),
+        InputMode::Strided => format!("in{j}[fx_offset({index}, l{j})]"),
+        InputMode::Row => format!("in{j}[({index}) % w{j}]"),
+    }
+}
+
+/// The source of the kernel `fx_fused` for `program` with arithmetic in
+/// `module` and inputs read as `modes`.
+///
+/// Arguments: `const S_j* in_j` per input, `O_k* out_k` per output,
+/// `long long n`, then one `Strided1` per strided input and one `long
+/// long` row length per row input, in input order.
+/// Launch with blockDim 256 and any grid; with `vector` set, every
+/// contiguous input and every output must be aligned to packs of
+/// `pack_elements(program)` elements, and the grid must cover the packs
+/// with `PACKS_PER_THREAD` per thread, `tid + u * nth` for thread `tid`
+/// (on an H200, two loads in flight per thread ran 5% faster than one
+/// pack per thread, and a grid-stride loop 7% slower; see
+/// `docs/gpu-notes.md`). Known scalar inputs are written into the source
+/// as literals, which also lets NVRTC fold what depends on them (a
+/// division by 2 becomes a product).
+pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode], vector: bool) -> String {
+    let mut src = body_source(program, module, modes);
+    let mut params = input_params(program);
+    params.extend(
+        program
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(k, &o)| format!("{}* __restrict__ out{k}", c_type(program.steps[o].dtype))),
+    );
     params.push("long long n".into());
-    params.extend(modes.iter().enumerate().filter_map(|(j, &m)| match m {
-        InputMode::Strided => Some(format!("Strided1 l{j}")),
-        InputMode::Row => Some(format!("long long w{j}")),
-        _ => None,
-    }));
+    params.extend(layout_params(modes));
     let _ = writeln!(src, "extern \"C\" __global__ void fx_fused({}) {{", params.join(", "));
     src.push_str("    const long long tid = fx_thread_id(), nth = fx_thread_count();\n");
     for (j, &m) in modes.iter().enumerate() {
         if m == InputMode::Scalar {
-            let value = match program.known_scalar(j) {
-                Some(bits) => literal(program.inputs[j], bits),
-                None => format!("in{j}[0]"),
-            };
-            let _ = writeln!(src, "    const {} s{j} = {value};", c_type(program.inputs[j]));
+            let _ = writeln!(src, "    const {} s{j} = {};", c_type(program.inputs[j]), scalar_value(program, j));
         }
     }
     let outs = program.outputs.len();
@@ -274,12 +305,6 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
         for (k, &o) in program.outputs.iter().enumerate() {
             let _ = writeln!(src, "{indent}{} r{k};", c_type(program.steps[o].dtype));
         }
-    };
-    let load = |j: usize, index: &str| match modes[j] {
-        InputMode::Contiguous => format!("in{j}[{index}]"),
-        InputMode::Scalar => format!("s{j}"),
-        InputMode::Strided => format!("in{j}[fx_offset({index}, l{j})]"),
-        InputMode::Row => format!("in{j}[{index} % w{j}]"),
     };
     let call = |loads: Vec<String>, results: Vec<String>| -> String {
         let all: Vec<String> = loads.into_iter().chain(results).collect();
@@ -320,7 +345,7 @@ pub fn kernel_source(program: &FusedProgram, module: Dtype, modes: &[InputMode],
     }
     let _ = writeln!(src, "    for (long long i = {start}; i < n; i += nth) {{");
     declare_results(&mut src, "        ");
-    let loads = (0..modes.len()).map(|j| load(j, "i")).collect();
+    let loads = (0..modes.len()).map(|j| load_expr(modes, j, "i")).collect();
     let results = (0..outs).map(|k| format!("r{k}")).collect();
     let _ = writeln!(src, "        {}", call(loads, results));
     for k in 0..outs {
@@ -364,36 +389,53 @@ struct Loaded(sys::CUfunction);
 // SAFETY: function handles are process-wide in their context.
 unsafe impl Send for Loaded {}
 
-/// The kernels generated for one program: by input-read modes and vector
-/// path, each loaded kernel.
-type Variants = Vec<(Vec<InputMode>, bool, Loaded)>;
+/// What a generated module was generated for, besides its program: how
+/// it reads its inputs, whether it takes the vector path, and for fused
+/// reductions the reduction.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) struct Variant {
+    pub modes: Vec<InputMode>,
+    pub vector: bool,
+    pub reduce: Option<ReduceOp>,
+}
+
+/// The modules generated for one program: by variant, the loaded kernels.
+type Variants = Vec<(Variant, Vec<Loaded>)>;
 
 /// Loaded kernels by the program and variant they were generated from, so
 /// a call neither regenerates the source nor copies the program. Modules
 /// stay loaded: launched work may still run them.
 static KERNELS: Mutex<Option<HashMap<FusedProgram, Variants>>> = Mutex::new(None);
 
-/// The kernel of [`kernel_source`]`(program, module, modes, vector)`
-/// (`module` is the program's [`module_dtype`]), generating, compiling and
-/// loading it on first use.
-fn function(program: &FusedProgram, module: Dtype, modes: &[InputMode], vector: bool) -> Result<sys::CUfunction> {
+/// The kernels `names` of the module that `source` generates for
+/// `program` and `variant`, generating, compiling (NVRTC, cached in memory
+/// and on disk) and loading it on first use.
+pub(super) fn generated_kernels(
+    program: &FusedProgram,
+    variant: &Variant,
+    names: &[&str],
+    source: impl FnOnce() -> String,
+) -> Result<Vec<sys::CUfunction>> {
     let mut guard = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(HashMap::new);
-    let found = cache.get(program).and_then(|v| v.iter().find(|(m, vec, _)| m == modes && *vec == vector));
-    if let Some((_, _, f)) = found {
-        return Ok(f.0);
+    if let Some((_, fs)) = cache.get(program).and_then(|v| v.iter().find(|(v, _)| v == variant)) {
+        return Ok(fs.iter().map(|f| f.0).collect());
     }
     let dev = gpu()?;
-    let source = kernel_source(program, module, modes, vector);
     let cubin =
-        compile_cached("fused", &source, &dev.arch_name()).map_err(|msg| Error::Device { op: "compile", msg })?;
+        compile_cached("fused", &source(), &dev.arch_name()).map_err(|msg| Error::Device { op: "compile", msg })?;
     // SAFETY: a complete cubin image for this device.
     let loaded = unsafe { result::module::load_data(cubin.as_ptr() as *const _) }.map_err(driver_error("compile"))?;
-    let name = CString::new("fx_fused").expect("no NUL");
-    // SAFETY: the module is loaded and stays loaded.
-    let f = unsafe { result::module::get_function(loaded, name) }.map_err(driver_error("compile"))?;
-    cache.entry(program.clone()).or_default().push((modes.to_vec(), vector, Loaded(f)));
-    Ok(f)
+    let functions = names
+        .iter()
+        .map(|name| {
+            let name = CString::new(*name).expect("no NUL");
+            // SAFETY: the module is loaded and stays loaded.
+            unsafe { result::module::get_function(loaded, name) }.map(Loaded).map_err(driver_error("compile"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    cache.entry(program.clone()).or_default().push((variant.clone(), functions.clone()));
+    Ok(functions.iter().map(|f| f.0).collect())
 }
 
 /// Runs `program` over `inputs` (layouts broadcast to `shape`) as one
@@ -428,7 +470,8 @@ pub(crate) fn fused(
         && n.div_ceil(BLOCK as usize * p * PACKS_PER_THREAD) <= i32::MAX as usize
         && inputs.iter().map(|(x, l)| (*x, l)).zip(&modes).zip(&rows).all(packs_fit)
         && outputs.iter().all(|o| aligned(o.ptr_at(0), o.dtype()));
-    let f = function(program, module, &modes, vector)?;
+    let variant = Variant { modes: modes.clone(), vector, reduce: None };
+    let f = generated_kernels(program, &variant, &["fx_fused"], || kernel_source(program, module, &modes, vector))?[0];
     let mut args = Args::new();
     for (x, l) in inputs {
         args = args.arg(x.ptr_at(l.offset));

@@ -124,7 +124,7 @@ impl Family {
         match self {
             Family::Select => include_str!("kernels/select.cu"),
             Family::Copy => include_str!("kernels/copy.cu"),
-            Family::Reduce => include_str!("kernels/reduce.cu"),
+            Family::Reduce => concat!(include_str!("kernels/reduce_folds.cuh"), include_str!("kernels/reduce.cu")),
             Family::ArgReduce => include_str!("kernels/arg_reduce.cu"),
             Family::Creation => include_str!("kernels/creation.cu"),
             Family::Scatter => include_str!("kernels/scatter.cu"),
@@ -222,6 +222,9 @@ pub(crate) fn with_prelude(dtype: Dtype, body: &[&str]) -> String {
     source
 }
 
+/// The reductions' folds over any value source (the reduce family's
+/// kernels and compile's fused reductions instantiate them).
+pub(crate) const REDUCE_FOLDS: &str = include_str!("kernels/reduce_folds.cuh");
 /// The unary op functors.
 pub(crate) const UNARY_OPS: &str = include_str!("kernels/unary_ops.cuh");
 const UNARY: &str = include_str!("kernels/unary.cu");

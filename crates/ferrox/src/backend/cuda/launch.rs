@@ -69,6 +69,14 @@ impl Args {
         self.keep.push(boxed);
         self
     }
+
+    /// Appends every argument of `more`, in order.
+    pub(crate) fn extend(mut self, more: Args) -> Args {
+        // The values stay in their boxes, so the pointers stay valid.
+        self.keep.extend(more.keep);
+        self.ptrs.extend(more.ptrs);
+        self
+    }
 }
 
 /// Threads per block of the one-dimensional kernels.

@@ -17,6 +17,7 @@ mod device;
 mod elementwise;
 mod fast;
 pub mod fused;
+pub mod fused_reduce;
 mod gather;
 mod graph;
 pub mod kernels;
@@ -447,6 +448,22 @@ impl Backend for CudaBackend {
         match fused::fused(&self.stream, program, &ins, shape)? {
             Some(out) => out.into_iter().map(wrap).collect(),
             None => super::fused::run_step_by_step(self, program, inputs, shape),
+        }
+    }
+
+    fn fused_reduce(
+        &self,
+        program: &super::fused::FusedProgram,
+        inputs: &[(&Storage, Layout)],
+        shape: &[usize],
+        op: ReduceOp,
+        axes: &[usize],
+        out_dtype: Dtype,
+    ) -> Result<Storage> {
+        let ins = inputs.iter().map(|(s, l)| Ok((self.input(s)?, l.clone()))).collect::<Result<Vec<_>>>()?;
+        match fused_reduce::fused_reduce(&self.stream, program, &ins, shape, op, axes, out_dtype)? {
+            Some(out) => wrap(out),
+            None => super::fused_then_reduce(self, program, inputs, shape, op, axes, out_dtype),
         }
     }
 }
