@@ -15,7 +15,7 @@ device synchronization; memory is the device's peak during the steps):
                      like-for-like row for "torch eager bf16")
 Ratios are ferrox / torch eager (autocast), the target's reference.
 
-    python benches/train_step.py [--repeats 10] [--batch 8] [--layers 12] [--no-compile] [--ferrox-compile]
+    python benches/train_step.py [--repeats 10] [--batch 8] [--layers 12] [--no-compile] [--ferrox-compile] [--kernels 30]
 """
 
 import argparse
@@ -119,6 +119,28 @@ def torch_rows(args, data):
     return rows
 
 
+def print_kernel_table(step, sync, top, steps=3):
+    """Prints the `top` kernels by GPU time per step over `steps` steps.
+
+    PyTorch's profiler (CUPTI) records every kernel of the process, so it
+    sees ferrox's kernels as well as PyTorch's.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.zeros(1, device="cuda")  # CUPTI needs the runtime initialized
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        sync()
+    events = sorted((e for e in prof.key_averages() if e.device_time_total > 0), key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in events) / steps / 1e3
+    print(f"\nferrox bf16 step: {total:.2f} ms of kernels per step; the top {top}:")
+    print(f"{'ms/step':>8s} {'calls':>6s}  kernel")
+    for e in events[:top]:
+        print(f"{e.device_time_total / steps / 1e3:8.2f} {e.count // steps:6d}  {e.key[:100]}")
+
+
 def ferrox_row(args, data):
     import ferrox as fx
     import ferrox.nn as nn
@@ -141,6 +163,8 @@ def ferrox_row(args, data):
     fx.reset_peak_memory()
     t = time_steps(step, fx.synchronize, args.warmup, args.repeats)
     rows = {"ferrox bf16": (t, fx.get_peak_memory() / 2**30)}
+    if args.kernels:
+        print_kernel_table(step, fx.synchronize, args.kernels)
     # Where the time goes: the forward pass alone, and with the backward.
     forward = time_steps(lambda: fx.eval(loss_fn(model, inputs, targets)), fx.synchronize, 1, args.repeats)
     backward = time_steps(lambda: fx.eval(loss_and_grad(model, inputs, targets)), fx.synchronize, 1, args.repeats)
@@ -173,6 +197,8 @@ def main():
     p.add_argument("--vocab", type=int, default=50257)
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile row")
     p.add_argument("--ferrox-compile", action="store_true", help="add the row of the step through fx.compile")
+    p.add_argument("--kernels", type=int, default=0, metavar="N",
+                   help="also print ferrox's N most expensive kernels per step (PyTorch's profiler)")
     args = p.parse_args()
 
     rng = np.random.default_rng(0)
