@@ -360,3 +360,24 @@ def test_signatures_match_mlx(name):
         return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
 
     assert params(getattr(F, name)) == params(getattr(mnn, name))
+
+
+def test_gelu_approx_is_one_op_with_exact_derivatives():
+    # gelu_approx runs one kernel (and one for its derivative); the second
+    # derivative is composed from ops: both against central differences of
+    # the float64 formula.
+    x = np.linspace(-5, 5, 41)
+    c, a = math.sqrt(2 / math.pi), 0.044715
+
+    def first(v):
+        t = np.tanh(c * (v + a * v**3))
+        return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * c * (1 + 3 * a * v * v)
+
+    h = 1e-5
+    d1 = fx.grad(lambda v: F.gelu_approx(v).sum())
+    assert_close(d1(f64(x)), first(x), rtol=1e-12, atol=1e-12)
+    d2 = fx.grad(lambda v: d1(v).sum())
+    assert_close(d2(f64(x)), (first(x + h) - first(x - h)) / (2 * h), rtol=1e-6, atol=1e-8)
+    z = np.array([0.5 + 1j, -1 - 0.25j], dtype=np.complex64)
+    want = 0.5 * z * (1 + np.tanh(c * (z + a * z**3)))
+    np.testing.assert_allclose(np.array(F.gelu_approx(fx.array(z))), want, rtol=1e-5, atol=1e-6)

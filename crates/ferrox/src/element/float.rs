@@ -68,6 +68,27 @@ pub trait RealFloatElement: FloatElement {
     fn erfinv(self) -> Self;
     /// The angle of the point (o, self).
     fn arctan2(self, o: Self) -> Self;
+    /// GELU's tanh approximation (see [`gelu_approx_f64`]).
+    fn gelu_approx(self) -> Self;
+    /// The derivative of [`RealFloatElement::gelu_approx`].
+    fn gelu_approx_derivative(self) -> Self;
+}
+
+/// sqrt(2 / pi), the scale inside GELU's tanh approximation.
+const GELU_SCALE: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient of GELU's tanh approximation.
+const GELU_CUBIC: f64 = 0.044_715;
+
+/// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+pub fn gelu_approx_f64(x: f64) -> f64 {
+    0.5 * x * (1.0 + (GELU_SCALE * (x + GELU_CUBIC * x * x * x)).tanh())
+}
+
+/// d/dx of [`gelu_approx_f64`]: `0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)`.
+pub fn gelu_approx_derivative_f64(x: f64) -> f64 {
+    let x2 = x * x;
+    let t = (GELU_SCALE * (x + GELU_CUBIC * x2 * x)).tanh();
+    0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_SCALE * (1.0 + 3.0 * GELU_CUBIC * x2)
 }
 
 /// erf⁻¹ in f64: Giles' single-precision approximation ("Approximating the
@@ -361,6 +382,12 @@ macro_rules! real_float {
             }
             fn arctan2(self, o: Self) -> Self {
                 ($from64)((($to)(self) as f64).atan2(($to)(o) as f64))
+            }
+            fn gelu_approx(self) -> Self {
+                ($from64)(gelu_approx_f64(($to)(self) as f64))
+            }
+            fn gelu_approx_derivative(self) -> Self {
+                ($from64)(gelu_approx_derivative_f64(($to)(self) as f64))
             }
         }
     };

@@ -110,6 +110,12 @@ macro_rules! unary_ops {
                 |x, _y| ops::zeros_like(x);
             bitwise_invert: BitwiseInvert, bits, function, "Elementwise bitwise not of integers and bools.",
                 |x, _y| ops::zeros_like(x);
+            gelu_approx: GeluApprox, real_float, none,
+                "GELU's tanh approximation in one pass (`nn::gelu_approx`, as MLX compiles it).",
+                |x, _y| ops::gelu_approx_derivative(x);
+            gelu_approx_derivative: GeluApproxDerivative, real_float, none,
+                "The derivative of `gelu_approx` in one pass (its backward).",
+                |x, _y| gelu_approx_second_derivative(x);
         }
     };
 }

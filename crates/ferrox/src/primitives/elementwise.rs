@@ -40,6 +40,22 @@ macro_rules! unary_derivatives {
 
 crate::unary_ops!(unary_derivatives);
 
+/// d²/dx² of GELU's tanh approximation, written with ops so it can be
+/// differentiated again: with `t = tanh(c (x + a x³))` and
+/// `u' = c (1 + 3a x²)`, it is `(1 - t²) (u' + 3ac x² - x t u'²)`.
+fn gelu_approx_second_derivative(x: &Array) -> Result<Array> {
+    let (c, a) = ((2.0 / std::f64::consts::PI).sqrt(), 0.044715);
+    let x2 = ops::square(x)?;
+    let inner = ops::add(x, &ops::multiply(&constant(a, x), &ops::multiply(x, &x2)?)?)?;
+    let t = ops::tanh(&ops::multiply(&constant(c, x), &inner)?)?;
+    let slope =
+        ops::multiply(&constant(c, x), &ops::add(&constant(1.0, x), &ops::multiply(&constant(3.0 * a, x), &x2)?)?)?;
+    let curvature = ops::multiply(&constant(3.0 * a * c, x), &x2)?;
+    let bend = ops::multiply(&ops::multiply(x, &t)?, &ops::square(&slope)?)?;
+    let sech2 = ops::subtract(&constant(1.0, x), &ops::square(&t)?)?;
+    ops::multiply(&sech2, &ops::subtract(&ops::add(&slope, &curvature)?, &bend)?)
+}
+
 impl Primitive for Unary {
     fn name(&self) -> &'static str {
         self.0.name()

@@ -14,7 +14,8 @@
 // fx_right_shift. Inexact types: fx_exp fx_log fx_log1p fx_log2 fx_log10
 // fx_sqrt fx_rsqrt fx_sin fx_cos fx_tan fx_arcsin fx_arccos fx_arctan fx_sinh
 // fx_cosh fx_tanh fx_arcsinh fx_arccosh fx_arctanh fx_logaddexp, and for the
-// real floats fx_expm1 fx_sigmoid fx_erf fx_erfinv fx_arctan2.
+// real floats fx_expm1 fx_sigmoid fx_erf fx_erfinv fx_arctan2 fx_gelu_approx
+// fx_gelu_approx_derivative.
 
 #if FX_IS_BOOL
 // bool: add = or, sub = xor, mul = div = and, pow = a | !b, max = or, min = and.
@@ -341,6 +342,19 @@ __device__ __forceinline__ TC fx_erfinv(TC a) { return fx_erfinv_f64(a); }
 #else
 __device__ __forceinline__ TC fx_erfinv(TC a) { return erfinvf(a); }
 #endif
+// GELU's tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// and its derivative, in TC (float for the half types, as MLX's compiled
+// formula computes them).
+__device__ __forceinline__ TC fx_gelu_approx(TC x) {
+    const TC u = (TC)0.7978845608028654 * (x + (TC)0.044715 * x * x * x);
+    return (TC)0.5 * x * ((TC)1 + fx_tanh(u));
+}
+__device__ __forceinline__ TC fx_gelu_approx_derivative(TC x) {
+    const TC x2 = x * x;
+    const TC t = fx_tanh((TC)0.7978845608028654 * (x + (TC)0.044715 * x2 * x));
+    return (TC)0.5 * ((TC)1 + t) +
+           (TC)0.5 * x * ((TC)1 - t * t) * (TC)0.7978845608028654 * ((TC)1 + (TC)0.134145 * x2);
+}
 // The angle of the point (b, a) (atan2f may be off by 3 ulp: f32 goes
 // through double).
 #if FX_IS_HALF

@@ -200,3 +200,12 @@ struct OpBitwiseInvert {
     template <class C>
     __device__ __forceinline__ C operator()(C a) const { return fx_bitwise_invert(a); }
 };
+// GELU's tanh approximation and its derivative (arith.cuh).
+struct OpGeluApprox {
+    template <class C>
+    __device__ __forceinline__ C operator()(C a) const { return fx_gelu_approx(a); }
+};
+struct OpGeluApproxDerivative {
+    template <class C>
+    __device__ __forceinline__ C operator()(C a) const { return fx_gelu_approx_derivative(a); }
+};
