@@ -443,6 +443,46 @@ def test_sdpa_strided_inputs_and_empty_shapes(rng):
     assert no_keys.shape == (1, 2, 3, 5) and not np.array(no_keys).any()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 4, 2, 70, 70, 64, 64),  # tensor cores on the GPU (half types)
+        (1, 2, 2, 33, 40, 128, 128),
+        (1, 4, 2, 1, 600, 64, 64),  # split-K decode on the GPU
+        (2, 2, 1, 5, 7, 16, 12),
+    ],
+)
+@pytest.mark.parametrize("mask", [None, "causal", "bool"])
+def test_sdpa_reads_and_writes_head_views(rng, dtype, shape, mask):
+    """q, k, v as (B, L, H, D) projections viewed as (B, H, L, D) heads (q a
+    slice of a fused q/k/v projection, as a GPT block makes them), with a
+    cotangent that is itself such a view: the kernels read them in place and
+    give the same output and gradients as for contiguous copies, and the
+    output transposed back flattens to the same values."""
+    b, hq, hk, lq, lk, d, dv = shape
+    fused = fx_from(rng.normal(size=(b, lq, 3, hq, d)), dtype)
+    q = fused[:, :, 1].transpose(0, 2, 1, 3)
+    k = fx_from(rng.normal(size=(b, lk, hk, d)), dtype).transpose(0, 2, 1, 3)
+    v = fx_from(rng.normal(size=(b, lk, hk, dv)), dtype).transpose(0, 2, 1, 3)
+    cot = fx_from(rng.normal(size=(b, lq, hq, dv)), dtype).transpose(0, 2, 1, 3)
+    _, m_fx = _mask(rng, mask, shape, dtype)
+
+    def attend(q, k, v):
+        return fx.fast.scaled_dot_product_attention(q, k, v, scale=0.3, mask=m_fx)
+
+    def dense(x):
+        return fx.array(np.array(x.astype(fx.float32))).astype(x.dtype)
+
+    out, grads = fx.vjp(attend, [q, k, v], [cot])
+    out_ref, grads_ref = fx.vjp(attend, [dense(q), dense(k), dense(v)], [dense(cot)])
+    close(out[0], to64(out_ref[0]), dtype, scale=3)
+    for g, g_ref in zip(grads, grads_ref):
+        close(g, to64(g_ref), dtype, scale=30)
+    flat = out[0].transpose(0, 2, 1, 3).reshape(b, lq, hq * dv)
+    close(flat, to64(out_ref[0]).transpose(0, 2, 1, 3).reshape(b, lq, hq * dv), dtype, scale=3)
+
+
 def test_sdpa_errors():
     q = fx.zeros((1, 4, 3, 8))
     kv = fx.zeros((1, 2, 5, 8))

@@ -10,6 +10,39 @@
 //! are row-contiguous from their layout's offset; small parameter vectors
 //! (weights, biases, offsets, frequencies, sinks) are contiguous; an
 //! attention mask may have any strides (broadcast views are not copied).
+//! Attention's q, k, v, o and do are "head rows": any strides over their
+//! batch, head and row axes, features contiguous ([`FastOp::takes_strided`]),
+//! and its outputs are dense in the axis order of the operand they belong
+//! to ([`FastOp::output_layouts`]). So a model that views `(B, L, H, D)`
+//! projections as `(B, H, L, D)` heads, and transposes the result back,
+//! copies nothing, forward or backward.
+
+use crate::shape::Layout;
+
+/// Whether a 4-d attention operand's layout is "head rows": features
+/// contiguous, and non-negative strides over the other three axes.
+pub fn head_rows(layout: &Layout) -> bool {
+    layout.ndim() == 4
+        && (layout.strides[3] == 1 || layout.shape[3] <= 1)
+        && layout.strides[..3].iter().all(|&s| s >= 0)
+}
+
+/// A dense layout of the 4-d `shape` whose first three axes are nested as
+/// `like`'s strides nest them (largest stride outermost, axes of extent 1
+/// first; ties keep their order) and whose last axis is innermost. For `like` a `(B, L, H, D)`
+/// buffer viewed as `(B, H, L, D)`, it is the same kind of view, so
+/// transposing it back is row-contiguous.
+pub fn dense_in_order_of(like: &Layout, shape: &[usize]) -> Layout {
+    let mut order = [0usize, 1, 2];
+    // An axis of extent 1 has no meaningful stride: it goes outermost.
+    order.sort_by_key(|&a| (like.shape[a] > 1, std::cmp::Reverse(like.strides[a])));
+    let physical: Vec<usize> = order.iter().map(|&a| shape[a]).chain([shape[3]]).collect();
+    let mut inverse = [0usize, 1, 2, 3];
+    for (i, &a) in order.iter().enumerate() {
+        inverse[a] = i;
+    }
+    Layout::contiguous(&physical).permute(&inverse)
+}
 
 /// How an attention's scores are masked.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
@@ -120,6 +153,40 @@ pub enum FastOp {
 }
 
 impl FastOp {
+    /// Whether input `index` may reach the backend laid out as `layout`
+    /// (otherwise the caller makes it row-contiguous): the attention mask
+    /// in any layout, attention's head-row operands when
+    /// [`head_rows`] accepts them.
+    pub fn takes_strided(&self, index: usize, layout: &Layout) -> bool {
+        let p = match self {
+            FastOp::Attention(p) | FastOp::AttentionVjp(p) => p,
+            _ => return false,
+        };
+        let forward = p.forward_inputs();
+        let head_operand = index < 3 || (matches!(self, FastOp::AttentionVjp(_)) && index >= forward);
+        (p.mask_input() && index == 3) || (head_operand && head_rows(layout))
+    }
+
+    /// The layouts the backend gives the outputs of `shapes`, from the
+    /// layouts of the inputs it received: attention's o, dq, dk and dv are
+    /// dense in the axis order of q, q, k and v ([`dense_in_order_of`]);
+    /// every other output is row-contiguous.
+    pub fn output_layouts(&self, inputs: &[&Layout], shapes: &[Vec<usize>]) -> Vec<Layout> {
+        let like: &[usize] = match self {
+            FastOp::Attention(_) => &[0],
+            FastOp::AttentionVjp(_) => &[0, 1, 2],
+            _ => &[],
+        };
+        shapes
+            .iter()
+            .enumerate()
+            .map(|(i, shape)| match like.get(i) {
+                Some(&operand) => dense_in_order_of(inputs[operand], shape),
+                None => Layout::contiguous(shape),
+            })
+            .collect()
+    }
+
     /// The op's name for errors.
     pub fn name(&self) -> &'static str {
         match self {
@@ -133,5 +200,49 @@ impl FastOp {
             FastOp::Softmax => "softmax",
             FastOp::LogSumExp => "logsumexp",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(B, L, H, D)` row-contiguous viewed as `(B, H, L, D)`.
+    fn heads_view(b: usize, l: usize, h: usize, d: usize) -> Layout {
+        Layout::contiguous(&[b, l, h, d]).permute(&[0, 2, 1, 3])
+    }
+
+    #[test]
+    fn outputs_follow_their_operands_axis_order() {
+        for like in [heads_view(2, 5, 3, 8), heads_view(1, 5, 3, 8), heads_view(2, 1, 3, 8)] {
+            let out = dense_in_order_of(&like, &[like.shape[0], like.shape[1], like.shape[2], 4]);
+            assert_eq!(out.offset, 0);
+            assert!(out.permute(&[0, 2, 1, 3]).is_row_contiguous(), "{like:?} gave {out:?}");
+        }
+        let plain = Layout::contiguous(&[2, 3, 5, 8]);
+        assert!(dense_in_order_of(&plain, &[2, 3, 5, 4]).is_row_contiguous());
+        // A slice of a fused (B, L, 3, H, D) projection: the row stride is 3 H D.
+        let fused = Layout::contiguous(&[2, 5, 3, 4, 8]).slice(&[0, 0, 1, 0, 0], &[2, 5, 1, 4, 8], &[1; 5]);
+        let q = fused.reshape_view(&[2, 5, 4, 8]).unwrap().permute(&[0, 2, 1, 3]);
+        assert!(head_rows(&q));
+        assert!(dense_in_order_of(&q, &[2, 4, 5, 8]).permute(&[0, 2, 1, 3]).is_row_contiguous());
+    }
+
+    #[test]
+    fn attention_takes_head_rows_and_masks_strided_only() {
+        let p = AttentionParams { scale: 1.0, mask: AttentionMask::Bool, sinks: true };
+        let view = heads_view(2, 5, 3, 8);
+        let features_strided = Layout::contiguous(&[2, 3, 8, 5]).permute(&[0, 1, 3, 2]);
+        let forward = FastOp::Attention(p);
+        assert!(forward.takes_strided(0, &view) && forward.takes_strided(2, &view));
+        assert!(!forward.takes_strided(0, &features_strided));
+        assert!(forward.takes_strided(3, &features_strided), "the mask takes any strides");
+        assert!(!forward.takes_strided(4, &view), "the sinks");
+        let backward = FastOp::AttentionVjp(p);
+        assert!(backward.takes_strided(5, &view) && backward.takes_strided(6, &view), "o and do");
+        assert!(!FastOp::LayerNorm { eps: 1e-5 }.takes_strided(0, &view));
+        let layouts = backward.output_layouts(&[&view, &view, &view], &vec![vec![2, 3, 5, 8]; 4]);
+        assert!(layouts[..3].iter().all(|l| l.permute(&[0, 2, 1, 3]).is_row_contiguous()));
+        assert!(layouts[3].is_row_contiguous(), "the sinks' cotangent");
     }
 }

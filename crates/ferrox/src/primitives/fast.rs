@@ -12,19 +12,20 @@ use crate::shape::Layout;
 use crate::transforms::{autodiff, vmap};
 use std::sync::Arc;
 
-/// Evaluates `op` with every input except `strided` made row-contiguous.
+/// Evaluates `op` with every input it does not take strided
+/// ([`FastOp::takes_strided`]) made row-contiguous; the outputs are laid out
+/// as [`FastOp::output_layouts`] says the backend writes them.
 pub(super) fn eval_fused(
     backend: &dyn Backend,
     op: FastOp,
     inputs: &[ArrayData],
     outputs: &[OutputSpec],
-    strided: Option<usize>,
 ) -> Result<Vec<ArrayData>> {
     let dense: Vec<(Arc<Storage>, Layout)> = inputs
         .iter()
         .enumerate()
         .map(|(i, x)| {
-            if x.layout.is_row_contiguous() || Some(i) == strided {
+            if x.layout.is_row_contiguous() || op.takes_strided(i, &x.layout) {
                 Ok((x.storage.clone(), x.layout.clone()))
             } else {
                 let copy = backend.copy(&x.storage, &x.layout, x.storage.dtype())?;
@@ -34,10 +35,12 @@ pub(super) fn eval_fused(
         .collect::<Result<_>>()?;
     let refs: Vec<(&Storage, &Layout)> = dense.iter().map(|(s, l)| (s.as_ref(), l)).collect();
     let outs = backend.fast(&op, &refs)?;
+    let in_layouts: Vec<&Layout> = dense.iter().map(|(_, l)| l).collect();
+    let shapes: Vec<Vec<usize>> = outputs.iter().map(|spec| spec.shape.clone()).collect();
     Ok(outs
         .into_iter()
-        .zip(outputs)
-        .map(|(s, spec)| ArrayData { storage: Arc::new(s), layout: Layout::contiguous(&spec.shape) })
+        .zip(op.output_layouts(&in_layouts, &shapes))
+        .map(|(s, layout)| ArrayData { storage: Arc::new(s), layout })
         .collect())
 }
 
@@ -183,7 +186,7 @@ impl Primitive for RmsNorm {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::RmsNorm { eps: self.eps }, inputs, outputs, None)
+        eval_fused(backend, FastOp::RmsNorm { eps: self.eps }, inputs, outputs)
     }
 
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -218,7 +221,7 @@ impl Primitive for RmsNormVjp {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::RmsNormVjp { eps: self.eps }, inputs, outputs, None)
+        eval_fused(backend, FastOp::RmsNormVjp { eps: self.eps }, inputs, outputs)
     }
 
     rules_by_reference!();
@@ -235,7 +238,7 @@ impl Primitive for LayerNorm {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::LayerNorm { eps: self.eps }, inputs, outputs, None)
+        eval_fused(backend, FastOp::LayerNorm { eps: self.eps }, inputs, outputs)
     }
 
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -271,7 +274,7 @@ impl Primitive for LayerNormVjp {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::LayerNormVjp { eps: self.eps }, inputs, outputs, None)
+        eval_fused(backend, FastOp::LayerNormVjp { eps: self.eps }, inputs, outputs)
     }
 
     rules_by_reference!();
@@ -288,7 +291,7 @@ impl Primitive for Rope {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::Rope(self.params), inputs, outputs, None)
+        eval_fused(backend, FastOp::Rope(self.params), inputs, outputs)
     }
 
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -331,8 +334,7 @@ impl Primitive for Attention {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        let strided = self.params.mask_input().then_some(3);
-        eval_fused(backend, FastOp::Attention(self.params), inputs, outputs, strided)
+        eval_fused(backend, FastOp::Attention(self.params), inputs, outputs)
     }
 
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -395,9 +397,57 @@ impl Primitive for AttentionVjp {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        let strided = self.params.mask_input().then_some(3);
-        eval_fused(backend, FastOp::AttentionVjp(self.params), inputs, outputs, strided)
+        eval_fused(backend, FastOp::AttentionVjp(self.params), inputs, outputs)
     }
 
     rules_by_reference!();
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::array::Array;
+    use crate::error::Result;
+    use crate::ops::{self, fast::AttentionMaskArg};
+    use crate::transforms::autodiff;
+
+    const HEADS: [isize; 4] = [0, 2, 1, 3];
+
+    /// Values of shape `(B, L, H, D)` viewed as `(B, H, L, D)`.
+    fn heads_view(seed: u32, b: usize, l: usize, h: usize, d: usize) -> Array {
+        let vals: Vec<f32> = (0..b * l * h * d)
+            .map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        ops::transpose(&Array::from_vec(vals, &[b, l, h, d]).unwrap(), Some(&HEADS)).unwrap()
+    }
+
+    fn attention(xs: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::fast::scaled_dot_product_attention(&xs[0], &xs[1], &xs[2], 0.3, &AttentionMaskArg::Causal, None)?])
+    }
+
+    fn values(x: &Array) -> Vec<f32> {
+        x.to_vec::<f32>().unwrap()
+    }
+
+    /// Whether `x` transposed back to `(B, L, H, D)` is row-contiguous (so
+    /// flattening the heads copies nothing).
+    fn transposes_back_for_free(x: &Array) -> bool {
+        let back = ops::transpose(x, Some(&HEADS)).unwrap();
+        back.data().unwrap().layout.is_row_contiguous()
+    }
+
+    #[test]
+    fn attention_on_head_views_reads_and_writes_them_in_place() {
+        let (q, k, v) = (heads_view(1, 2, 6, 4, 8), heads_view(2, 2, 6, 2, 8), heads_view(3, 2, 6, 2, 8));
+        let dense: Vec<Array> = [&q, &k, &v].iter().map(|x| ops::contiguous(x, false).unwrap()).collect();
+        let cot = heads_view(4, 2, 6, 4, 8);
+        let (out, grads) = autodiff::vjp(attention, &[q, k, v], std::slice::from_ref(&cot)).unwrap();
+        let (out_dense, grads_dense) =
+            autodiff::vjp(attention, &dense, &[ops::contiguous(&cot, false).unwrap()]).unwrap();
+        assert!(transposes_back_for_free(&out[0]));
+        assert_eq!(values(&out[0]), values(&out_dense[0]));
+        for (g, g_dense) in grads.iter().zip(&grads_dense) {
+            assert!(transposes_back_for_free(g), "a gradient in its operand's layout");
+            assert_eq!(values(g), values(g_dense));
+        }
+    }
 }

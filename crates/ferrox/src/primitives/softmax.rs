@@ -46,7 +46,7 @@ impl Primitive for Softmax {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::Softmax, inputs, outputs, None)
+        eval_fused(backend, FastOp::Softmax, inputs, outputs)
     }
 
     fn vjp(&self, _: &[Array], outputs: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
@@ -84,7 +84,7 @@ impl Primitive for LogSumExp {
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
-        eval_fused(backend, FastOp::LogSumExp, inputs, outputs, None)
+        eval_fused(backend, FastOp::LogSumExp, inputs, outputs)
     }
 
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {

@@ -1,14 +1,20 @@
 //! Fused scaled dot-product attention, forward and backward (the twin of
 //! `kernels/attention.cu`). Both passes keep one row of scores at a time,
 //! never the whole score matrix; the backward pass recomputes each row's
-//! probabilities. Computes in float32 (float64 for float64).
+//! probabilities. Computes in float32 (float64 for float64). The loops
+//! read row-contiguous operands and write row-contiguous results:
+//! [`with_dense_rows`] copies strided head rows in and lays the results out
+//! as [`FastOp::output_layouts`] asks (a copy of O(L * D) beside the
+//! O(L^2 * D) work).
 
+use super::elementwise::copy_buffer;
 use super::fast::{typed_slice, Input};
 use super::storage::{output_vec, zeroed_vec, CpuElement};
 use super::widen::Widen;
 use super::CpuBuffer;
-use crate::backend::{AttentionMask, AttentionParams};
+use crate::backend::{AttentionMask, AttentionParams, FastOp};
 use crate::error::{Error, Result};
+use crate::shape::Layout;
 use num_traits::{Float, NumCast, Zero};
 use rayon::prelude::*;
 
@@ -143,9 +149,59 @@ fn cast<C: NumCast>(v: f32) -> C {
     C::from(v).expect("a float32 fits")
 }
 
+/// Runs `kernel` on `inputs` with every operand but the mask row-contiguous,
+/// then lays out each of its row-contiguous results of `shapes` as
+/// [`FastOp::output_layouts`] says `op`'s outputs are.
+fn with_dense_rows(
+    op: FastOp,
+    inputs: &[Input],
+    shapes: &[Vec<usize>],
+    kernel: impl Fn(&[Input]) -> Result<Vec<CpuBuffer>>,
+) -> Result<Vec<CpuBuffer>> {
+    let mask = match op {
+        FastOp::Attention(p) | FastOp::AttentionVjp(p) if p.mask_input() => Some(3),
+        _ => None,
+    };
+    let copies = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, &(buffer, layout))| {
+            if Some(i) == mask || layout.is_row_contiguous() {
+                Ok(None)
+            } else {
+                Ok(Some((copy_buffer(buffer, layout)?, Layout::contiguous(&layout.shape))))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let dense: Vec<Input> = inputs.iter().zip(&copies).map(|(x, c)| c.as_ref().map_or(*x, |(b, l)| (b, l))).collect();
+    let results = kernel(&dense)?;
+    // The layouts as received, not as copied: they decide the outputs'.
+    let in_layouts: Vec<&Layout> = inputs.iter().map(|x| x.1).collect();
+    results
+        .into_iter()
+        .zip(op.output_layouts(&in_layouts, shapes))
+        .map(|(result, layout)| {
+            if layout.is_row_contiguous() {
+                return Ok(result);
+            }
+            // The physical order: axes by decreasing stride.
+            let mut order: Vec<usize> = (0..layout.ndim()).collect();
+            order.sort_by_key(|&a| std::cmp::Reverse(layout.strides[a]));
+            copy_buffer(&result, &Layout::contiguous(&layout.shape).permute(&order))
+        })
+        .collect()
+}
+
 /// The forward pass: `[o]`.
 pub(crate) fn attention(p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CpuBuffer>> {
-    crate::with_real_float_buffer!(inputs[0].0, v => forward::<_>(p, inputs, v.as_slice()), _ => Err(internal()))
+    let (q, v) = (&inputs[0].1.shape, &inputs[2].1.shape);
+    let shapes = [vec![q[0], q[1], q[2], v[3]]];
+    with_dense_rows(
+        FastOp::Attention(*p),
+        inputs,
+        &shapes,
+        |inputs| crate::with_real_float_buffer!(inputs[0].0, v => forward::<_>(p, inputs, v.as_slice()), _ => Err(internal())),
+    )
 }
 
 /// The optional inputs after q, k, v: the mask and the sinks.
@@ -206,7 +262,14 @@ fn forward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<V
 
 /// The backward pass: `[dq, dk, dv]` and the sinks' cotangent when present.
 pub(crate) fn attention_vjp(p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CpuBuffer>> {
-    crate::with_real_float_buffer!(inputs[0].0, v => backward::<_>(p, inputs, v.as_slice()), _ => Err(internal()))
+    let sinks = p.sinks.then(|| p.forward_inputs() - 1);
+    let shapes: Vec<Vec<usize>> = [0, 1, 2].into_iter().chain(sinks).map(|i| inputs[i].1.shape.clone()).collect();
+    with_dense_rows(
+        FastOp::AttentionVjp(*p),
+        inputs,
+        &shapes,
+        |inputs| crate::with_real_float_buffer!(inputs[0].0, v => backward::<_>(p, inputs, v.as_slice()), _ => Err(internal())),
+    )
 }
 
 fn backward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<Vec<CpuBuffer>> {

@@ -295,6 +295,50 @@ struct AttnDims {
     dv: i32,
 }
 
+/// Element strides of one head-row operand over (batch, head, row), as
+/// `attention.cu`'s `FxRows` (its features are contiguous).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct RowStrides {
+    batch: i64,
+    head: i64,
+    row: i64,
+}
+
+impl RowStrides {
+    fn of(layout: &Layout) -> RowStrides {
+        let s = &layout.strides;
+        RowStrides { batch: s[0] as i64, head: s[1] as i64, row: s[2] as i64 }
+    }
+
+    /// Whether every row starts 16 bytes after an aligned one (for the
+    /// kernels that move 16-byte packs).
+    fn aligned(&self, dtype: Dtype) -> bool {
+        [self.batch, self.head, self.row].iter().all(|s| s * dtype.size() as i64 % 16 == 0)
+    }
+}
+
+/// The head-row strides of every operand, as `attention.cu`'s
+/// `FxAttnLayout` (the forward kernels read q, k, v and o).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct AttnLayout {
+    q: RowStrides,
+    k: RowStrides,
+    v: RowStrides,
+    o: RowStrides,
+    dout: RowStrides,
+    dq: RowStrides,
+    dk: RowStrides,
+    dv: RowStrides,
+}
+
+impl AttnLayout {
+    fn aligned(&self, dtype: Dtype) -> bool {
+        [self.q, self.k, self.v, self.o, self.dout, self.dq, self.dk, self.dv].iter().all(|r| r.aligned(dtype))
+    }
+}
+
 /// The mask's element strides over `(B, Hq, Lq, Lk)`.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -368,21 +412,31 @@ fn attention_forward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) 
     let dtype = q.0.dtype();
     let n = attn_dims(q, k, v)?;
     let rows: usize = q.1.shape[..3].iter().product();
+    let o_shape = vec![q.1.shape[0], q.1.shape[1], q.1.shape[2], n.dv as usize];
+    let o_layout = FastOp::Attention(*p).output_layouts(&[q.1], &[o_shape]).remove(0);
+    let layout = AttnLayout {
+        q: RowStrides::of(q.1),
+        k: RowStrides::of(k.1),
+        v: RowStrides::of(v.1),
+        o: RowStrides::of(&o_layout),
+        ..AttnLayout::default()
+    };
     let o = CudaStorage::alloc(dtype, rows * n.dv as usize, s)?;
-    if !decode(s, p, inputs, &n, rows, &o)? {
-        run_forward(s, p, inputs, &n, "attention_fwd", o.ptr_at(0), 0)?;
+    if !decode(s, p, inputs, &n, &layout, rows, &o)? {
+        run_forward(s, p, inputs, &n, &layout, ForwardOut::O(o.ptr_at(0)))?;
     }
     Ok(vec![o])
 }
 
 /// Whether the tensor-core kernels serve a problem: float16 or bfloat16,
-/// `d == dv` among [`MMA_HEAD_DIMS`], and 16-byte aligned data (they move
+/// `d == dv` among [`MMA_HEAD_DIMS`], and 16-byte aligned rows (they move
 /// 16-byte packs; null pointers pass).
-fn tensor_core(dtype: Dtype, n: &AttnDims, ptrs: &[u64]) -> bool {
+fn tensor_core(dtype: Dtype, n: &AttnDims, layout: &AttnLayout, ptrs: &[u64]) -> bool {
     matches!(dtype, Dtype::F16 | Dtype::BF16)
         && n.d == n.dv
         && MMA_HEAD_DIMS.contains(&(n.d as usize))
         && ptrs.iter().all(|p| p % 16 == 0)
+        && layout.aligned(dtype)
 }
 
 /// The split-K decode path for few query rows over many keys: returns
@@ -392,6 +446,7 @@ fn decode(
     p: &AttentionParams,
     inputs: &[Input],
     n: &AttnDims,
+    layout: &AttnLayout,
     rows: usize,
     o: &CudaStorage,
 ) -> Result<bool> {
@@ -407,7 +462,8 @@ fn decode(
         && keys >= 512
         && rows > 0
         && rows <= target
-        && [ptr(q), ptr(k), ptr(v)].iter().all(|p| p % 16 == 0);
+        && [ptr(q), ptr(k), ptr(v)].iter().all(|p| p % 16 == 0)
+        && layout.aligned(dtype);
     if !fits {
         return Ok(false);
     }
@@ -429,6 +485,7 @@ fn decode(
         .arg(part_acc.ptr_at(0))
         .arg(part_ml.ptr_at(0))
         .arg(*n)
+        .arg(*layout)
         .arg(p.scale)
         .arg(fill)
         .arg(chunk as i32);
@@ -444,23 +501,33 @@ fn decode(
         .arg(chunks as i32)
         .arg(n.d)
         .arg(n.queries)
-        .arg(n.q_heads);
+        .arg(n.q_heads)
+        .arg(layout.o);
     let grid = grid_for(rows * d, 1)?;
     launch(Family::Attention, dtype, "attention_decode_combine", (grid, 1, 1), (BLOCK, 1, 1), s, args)?;
     Ok(true)
 }
 
-/// Launches `kernel` (`attention_fwd` writing `o`, or `attention_lse`
-/// writing `lse`) over the forward inputs.
+/// What a forward launch writes: the output (`attention_fwd`) or each
+/// row's log-sum-exp (`attention_lse`, for the backward pass).
+enum ForwardOut {
+    O(u64),
+    Lse(u64),
+}
+
+/// Launches the forward kernel that writes `out` over the forward inputs.
 fn run_forward(
     s: &Arc<GpuStream>,
     p: &AttentionParams,
     inputs: &[Input],
     n: &AttnDims,
-    kernel: &str,
-    o: u64,
-    lse: u64,
+    layout: &AttnLayout,
+    out: ForwardOut,
 ) -> Result<()> {
+    let (kernel, o, lse) = match out {
+        ForwardOut::O(o) => ("fwd", o, 0),
+        ForwardOut::Lse(lse) => ("lse", 0, lse),
+    };
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
     let dtype = q.0.dtype();
     let bh = n.batch as usize * n.q_heads as usize;
@@ -481,13 +548,13 @@ fn run_forward(
         .arg(o)
         .arg(lse)
         .arg(*n)
+        .arg(*layout)
         .arg(p.scale)
         .arg(fill);
-    let (kernel, rows) = if tensor_core(dtype, n, &[ptr(q), ptr(k), ptr(v), o]) {
-        let kind = kernel.trim_start_matches("attention_");
-        (format!("attention_{kind}_mma_{}", n.d), MMA_ROWS)
+    let (kernel, rows) = if tensor_core(dtype, n, layout, &[ptr(q), ptr(k), ptr(v), o]) {
+        (format!("attention_{kernel}_mma_{}", n.d), MMA_ROWS)
     } else {
-        (format!("{kernel}_{}", bucket(n)?), ATTN_ROWS)
+        (format!("attention_{kernel}_{}", bucket(n)?), ATTN_ROWS)
     };
     let grid = ((n.queries as usize).div_ceil(rows) as u32, heads_extent(bh)?, 1);
     launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)
@@ -502,13 +569,25 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
     let tc = compute(dtype);
     let n = attn_dims(q, k, v)?;
     let rows: usize = q.1.shape[..3].iter().product();
+    let shapes = [q.1.shape.clone(), k.1.shape.clone(), v.1.shape.clone()];
+    let outs = FastOp::AttentionVjp(*p).output_layouts(&[q.1, k.1, v.1], &shapes);
+    let layout = AttnLayout {
+        q: RowStrides::of(q.1),
+        k: RowStrides::of(k.1),
+        v: RowStrides::of(v.1),
+        o: RowStrides::of(o.1),
+        dout: RowStrides::of(dout.1),
+        dq: RowStrides::of(&outs[0]),
+        dk: RowStrides::of(&outs[1]),
+        dv: RowStrides::of(&outs[2]),
+    };
     let dk = CudaStorage::alloc(dtype, k.1.size(), s)?;
     let dv = CudaStorage::alloc(dtype, v.1.size(), s)?;
     let dq = CudaStorage::alloc(dtype, q.1.size(), s)?;
     let dq_acc = zeroed(tc, q.1.size(), s, OP)?;
     let delta = CudaStorage::alloc(tc, rows, s)?;
     let lse = CudaStorage::alloc(tc, rows, s)?;
-    run_forward(s, p, inputs, &n, "attention_lse", 0, lse.ptr_at(0))?;
+    run_forward(s, p, inputs, &n, &layout, ForwardOut::Lse(lse.ptr_at(0)))?;
     let dsinks_acc = zeroed(tc, if p.sinks { n.q_heads as usize } else { 0 }, s, OP)?;
     let sinks = if p.sinks { ptr(inputs[base - 1]) } else { 0 };
     if rows > 0 {
@@ -522,7 +601,9 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(rows as i64)
             .arg(n.dv)
             .arg(n.queries)
-            .arg(n.q_heads);
+            .arg(n.q_heads)
+            .arg(layout.o)
+            .arg(layout.dout);
         launch(Family::Attention, dtype, "attention_delta", (grid_for(rows * 32, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
     }
     let kv_blocks = n.batch as usize * n.kv_heads as usize;
@@ -543,10 +624,11 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(dk.ptr_at(0))
             .arg(dv.ptr_at(0))
             .arg(n)
+            .arg(layout)
             .arg(p.scale)
             .arg(fill);
         let ptrs = [ptr(q), ptr(k), ptr(v), ptr(dout), dk.ptr_at(0), dv.ptr_at(0)];
-        let (kernel, keys_per_block) = if tensor_core(dtype, &n, &ptrs) {
+        let (kernel, keys_per_block) = if tensor_core(dtype, &n, &layout, &ptrs) {
             (format!("attention_bwd_mma_{}", n.d), MMA_ROWS)
         } else {
             (format!("attention_bwd_{}", bucket(&n)?), ATTN_ROWS)
@@ -554,22 +636,33 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
         let grid = ((n.keys as usize).div_ceil(keys_per_block) as u32, heads_extent(kv_blocks)?, 1);
         launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)?;
     }
-    cast(s, dtype, &dq_acc, &dq)?;
+    let q_rows = (n.d, n.queries, n.q_heads, layout.dq);
+    cast(s, dtype, &dq_acc, &dq, q_rows)?;
     let mut outs = vec![dq, dk, dv];
     if p.sinks {
         let dsinks = CudaStorage::alloc(dtype, n.q_heads as usize, s)?;
-        cast(s, dtype, &dsinks_acc, &dsinks)?;
+        cast(s, dtype, &dsinks_acc, &dsinks, (n.q_heads, 1, 1, RowStrides::default()))?;
         outs.push(dsinks);
     }
     Ok(outs)
 }
 
-/// `out = acc` rounded from the compute type to `dtype`.
-fn cast(s: &Arc<GpuStream>, dtype: Dtype, acc: &CudaStorage, out: &CudaStorage) -> Result<()> {
+/// `out = acc` rounded from the compute type to `dtype`; `acc` holds
+/// contiguous rows, `rows` = (row length, rows per head, heads, the
+/// output's head-row strides) places them.
+fn cast(
+    s: &Arc<GpuStream>,
+    dtype: Dtype,
+    acc: &CudaStorage,
+    out: &CudaStorage,
+    rows: (i32, i32, i32, RowStrides),
+) -> Result<()> {
     let n = out.len();
     if n == 0 {
         return Ok(());
     }
-    let args = Args::new().arg(acc.ptr_at(0)).arg(out.ptr_at(0)).arg(n as i64);
+    let (d, queries, heads, strides) = rows;
+    let args =
+        Args::new().arg(acc.ptr_at(0)).arg(out.ptr_at(0)).arg(n as i64).arg(d).arg(queries).arg(heads).arg(strides);
     launch(Family::Attention, dtype, "attention_cast", (grid_for(n, 4)?, 1, 1), (BLOCK, 1, 1), s, args)
 }

@@ -6,24 +6,28 @@
 // kernel without the values) and then the probabilities from it
 // (FlashAttention-2's split).
 //
-// Shapes: q (B, Hq, Lq, d), k (B, Hk, Lk, d), v (B, Hk, Lk, dv), rows
-// contiguous; Hq is a multiple of Hk. `mask` is read through `ms` (element
+// Shapes: q (B, Hq, Lq, d), k (B, Hk, Lk, d), v (B, Hk, Lk, dv); Hq is a
+// multiple of Hk. Every (B, H, L, ·) operand, input or output, is "head
+// rows": features contiguous, its rows found through FxAttnLayout's element
+// strides over batch, head and row (so transposed views need no copy). `mask` is read through `ms` (element
 // strides over (B, Hq, Lq, Lk)); `kind` is 0 none, 1 causal (query i sees
 // keys j <= i + Lk - Lq), 2 boolean (fx_bool, 0 hides), 3 additive (T).
 // Hidden scores become `fill` (MLX's finfo(dtype).min). `sinks`, when not
 // null, holds one logit per query head. The head-dimension bucket D (32,
 // 64, 128 or 256) bounds d and dv; G threads share each query row (or key
 // row) and hold every G-th feature.
-//   attention_fwd_<D>(q, k, v, mask, ms, kind, sinks, o, lse, FxAttnDims, scale, fill)
+//   attention_fwd_<D>(q, k, v, mask, ms, kind, sinks, o, lse, FxAttnDims, FxAttnLayout, scale, fill)
 //       grid (ceil(Lq / 32), B * Hq), block 128; writes o (lse is unused)
 //   attention_lse_<D>(same arguments): writes only lse, TC (B, Hq, Lq)
-//   attention_delta(o, dout, lse, sinks, delta, dsinks, rows, dv, Lq, Hq)
+//   attention_delta(o, dout, lse, sinks, delta, dsinks, rows, dv, Lq, Hq, o rows, dout rows)
 //       delta[r] = dot(o[r], dout[r]); dsinks[h] -= exp(sink[h] - lse[r]) * delta[r]
 //       (dsinks zeroed beforehand); one warp per row, any grid, blockDim 256
-//   attention_bwd_<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, FxAttnDims, scale, fill)
-//       grid (ceil(Lk / 32), B * Hk), block 128; dq_acc is TC (zeroed
-//       beforehand) and receives scale * dS K by atomic adds
-//   attention_cast(const TC* acc, T* out, long long n): out = acc, any grid
+//   attention_bwd_<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, FxAttnDims, FxAttnLayout,
+//                     scale, fill)
+//       grid (ceil(Lk / 32), B * Hk), block 128; dq_acc is TC, contiguous
+//       (zeroed beforehand) and receives scale * dS K by atomic adds
+//   attention_cast(acc, out, n, d, queries, heads, out rows): out = acc (n
+//       contiguous TC values, rows of d) into head rows, any grid
 
 #if FX_IS_FLOAT
 
@@ -34,6 +38,21 @@ struct FxAttnDims {
 struct FxAttnStrides {
     long long s[4];
 };
+
+// Element strides of one head-row operand over (batch, head, row).
+struct FxRows {
+    long long b, h, r;
+};
+
+// The head-row strides of every operand (the forward reads q, k, v, o).
+struct FxAttnLayout {
+    FxRows q, k, v, o, dout, dq, dk, dv;
+};
+
+// The element offset of row i of head h of batch b.
+__device__ __forceinline__ long long fx_row(const FxRows& s, int b, int h, long long i) {
+    return b * s.b + h * s.h + i * s.r;
+}
 
 struct FxAttnAdd {
     __device__ __forceinline__ TC operator()(TC a, TC b) const { return a + b; }
@@ -80,7 +99,7 @@ struct FxAttnTile {
 template <int D, bool OUT>
 __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, const void* mask,
                                             const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* lse,
-                                            const FxAttnDims& n, float scale, double fill_) {
+                                            const FxAttnDims& n, const FxAttnLayout& L, float scale, double fill_) {
     constexpr int G = FX_ATTN_G, M = D / G, KT = FxAttnTile<D>::KT;
     __shared__ T ks[KT][D];
     __shared__ T vs[KT][D];
@@ -92,7 +111,7 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
     const bool active = i < n.queries;
     const int shift = n.keys - n.queries;
     TC qr[M], acc[M];
-    const T* qrow = q + ((long long)bh * n.queries + (active ? i : 0)) * n.d;
+    const T* qrow = q + fx_row(L.q, b, h, active ? i : 0);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         const int f = c + G * m;
@@ -106,15 +125,14 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
     int kend = n.keys;
     const int first_row = blockIdx.x * FX_ATTN_ROWS;
     if (kind == 1 && first_row + shift >= 0) kend = min(n.keys, first_row + FX_ATTN_ROWS + shift);
-    const long long kv_base = (long long)b * n.kv_heads + kvh;
-    const T* kb = k + kv_base * n.keys * n.d;
-    const T* vb = v + kv_base * n.keys * n.dv;
+    const T* kb = k + fx_row(L.k, b, kvh, 0);
+    const T* vb = v + fx_row(L.v, b, kvh, 0);
     for (int j0 = 0; j0 < kend; j0 += KT) {
         __syncthreads();
         for (int e = threadIdx.x; e < KT * D; e += blockDim.x) {
             const int jj = e / D, f = e % D, j = j0 + jj;
-            ks[jj][f] = j < n.keys && f < n.d ? kb[(long long)j * n.d + f] : fx_from_c(0);
-            vs[jj][f] = j < n.keys && f < n.dv ? vb[(long long)j * n.dv + f] : fx_from_c(0);
+            ks[jj][f] = j < n.keys && f < n.d ? kb[(long long)j * L.k.r + f] : fx_from_c(0);
+            vs[jj][f] = j < n.keys && f < n.dv ? vb[(long long)j * L.v.r + f] : fx_from_c(0);
         }
         __syncthreads();
         TC s[KT];
@@ -153,7 +171,7 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
         if (c == 0) lse[(long long)bh * n.queries + i] = mx + fx_log(l);
         return;
     }
-    T* orow = o + ((long long)bh * n.queries + i) * n.dv;
+    T* orow = o + fx_row(L.o, b, h, i);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         const int f = c + G * m;
@@ -162,17 +180,21 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
 }
 
 extern "C" __global__ void attention_delta(const T* o, const T* dout, const TC* lse, const T* sinks, TC* delta,
-                                           TC* dsinks, long long rows, int dv, int queries, int q_heads) {
+                                           TC* dsinks, long long rows, int dv, int queries, int q_heads, FxRows os,
+                                           FxRows gs) {
     const long long warps = fx_thread_count() >> 5;
     const int lane = threadIdx.x & 31;
     for (long long r = fx_thread_id() >> 5; r < rows; r += warps) {
+        const long long bh = r / queries;
+        const int i = (int)(r % queries), h = (int)(bh % q_heads), b = (int)(bh / q_heads);
+        const T* orow = o + fx_row(os, b, h, i);
+        const T* grow = dout + fx_row(gs, b, h, i);
         TC acc = 0;
-        for (int f = lane; f < dv; f += 32) acc += fx_to_c(o[r * dv + f]) * fx_to_c(dout[r * dv + f]);
+        for (int f = lane; f < dv; f += 32) acc += fx_to_c(orow[f]) * fx_to_c(grow[f]);
         acc = fx_warp_reduce(acc, FxAttnAdd());
         if (lane == 0) {
             delta[r] = acc;
             if (sinks) {
-                const int h = (int)((r / queries) % q_heads);
                 atomicAdd(dsinks + h, -fx_exp(fx_to_c(sinks[h]) - lse[r]) * acc);
             }
         }
@@ -185,8 +207,8 @@ extern "C" __global__ void attention_delta(const T* o, const T* dout, const TC* 
 template <int D>
 __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, const void* mask,
                                             const FxAttnStrides& ms, int kind, const TC* lse, const TC* delta,
-                                            const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n, float scale,
-                                            double fill_) {
+                                            const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
+                                            const FxAttnLayout& L, float scale, double fill_) {
     constexpr int G = FX_ATTN_G, M = D / G, QT = FX_ATTN_QT;
     __shared__ T qs[QT][D];
     __shared__ T gs[QT][D];
@@ -199,14 +221,14 @@ __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, 
     const int j0 = blockIdx.x * FX_ATTN_ROWS, j = j0 + jl;
     const bool active = j < n.keys;
     const int shift = n.keys - n.queries;
-    const T* kb = k + (long long)kvb * n.keys * n.d;
-    const T* vb = v + (long long)kvb * n.keys * n.dv;
+    const T* kb = k + fx_row(L.k, b, kvh, 0);
+    const T* vb = v + fx_row(L.v, b, kvh, 0);
     TC kr[M], vr[M], dk_acc[M], dv_acc[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         const int f = c + G * m;
-        kr[m] = active && f < n.d ? fx_to_c(kb[(long long)j * n.d + f]) : (TC)0;
-        vr[m] = active && f < n.dv ? fx_to_c(vb[(long long)j * n.dv + f]) : (TC)0;
+        kr[m] = active && f < n.d ? fx_to_c(kb[(long long)j * L.k.r + f]) : (TC)0;
+        vr[m] = active && f < n.dv ? fx_to_c(vb[(long long)j * L.v.r + f]) : (TC)0;
         dk_acc[m] = dv_acc[m] = 0;
     }
     for (int hg = 0; hg < group; ++hg) {
@@ -220,8 +242,8 @@ __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, 
             for (int e = threadIdx.x; e < QT * D; e += blockDim.x) {
                 const int ii = e / D, f = e % D, i = i0 + ii;
                 const bool in = i < n.queries;
-                qs[ii][f] = in && f < n.d ? q[(row0 + i) * n.d + f] : fx_from_c(0);
-                gs[ii][f] = in && f < n.dv ? dout[(row0 + i) * n.dv + f] : fx_from_c(0);
+                qs[ii][f] = in && f < n.d ? q[fx_row(L.q, b, h, i) + f] : fx_from_c(0);
+                gs[ii][f] = in && f < n.dv ? dout[fx_row(L.dout, b, h, i) + f] : fx_from_c(0);
             }
             if (threadIdx.x < QT) {
                 const int i = i0 + threadIdx.x;
@@ -258,7 +280,7 @@ __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, 
                 if (i >= n.queries) continue;
                 TC sum = 0;
                 const int jn = min(FX_ATTN_ROWS, n.keys - j0);
-                for (int jj = 0; jj < jn; ++jj) sum += ds_s[ii][jj] * fx_to_c(kb[(long long)(j0 + jj) * n.d + f]);
+                for (int jj = 0; jj < jn; ++jj) sum += ds_s[ii][jj] * fx_to_c(kb[(long long)(j0 + jj) * L.k.r + f]);
                 if (sum != (TC)0) atomicAdd(dq_acc + (row0 + i) * n.d + f, sum * (TC)scale);
             }
         }
@@ -267,30 +289,36 @@ __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, 
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         const int f = c + G * m;
-        if (f < n.d) dk[(long long)kvb * n.keys * n.d + (long long)j * n.d + f] = fx_from_c(dk_acc[m] * (TC)scale);
-        if (f < n.dv) dv[(long long)kvb * n.keys * n.dv + (long long)j * n.dv + f] = fx_from_c(dv_acc[m]);
+        if (f < n.d) dk[fx_row(L.dk, b, kvh, j) + f] = fx_from_c(dk_acc[m] * (TC)scale);
+        if (f < n.dv) dv[fx_row(L.dv, b, kvh, j) + f] = fx_from_c(dv_acc[m]);
     }
 }
 
-extern "C" __global__ void attention_cast(const TC* acc, T* out, long long n) {
-    for (long long e = fx_thread_id(); e < n; e += fx_thread_count()) out[e] = fx_from_c(acc[e]);
+extern "C" __global__ void attention_cast(const TC* acc, T* out, long long n, int d, int queries, int heads,
+                                          FxRows os) {
+    for (long long e = fx_thread_id(); e < n; e += fx_thread_count()) {
+        const long long row = e / d, bh = row / queries;
+        const int f = (int)(e % d), i = (int)(row % queries), h = (int)(bh % heads), b = (int)(bh / heads);
+        out[fx_row(os, b, h, i) + f] = fx_from_c(acc[e]);
+    }
 }
 
 #define FX_ATTN_KERNELS(D)                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) attention_fwd_##D(                                            \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, float scale, double fill) {                                                          \
-        fx_attn_fwd<D, true>(q, k, v, mask, ms, kind, sinks, o, lse, n, scale, fill);                               \
+        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
+        fx_attn_fwd<D, true>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                            \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(128) attention_lse_##D(                                            \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, float scale, double fill) {                                                          \
-        fx_attn_fwd<D, false>(q, k, v, mask, ms, kind, sinks, o, lse, n, scale, fill);                              \
+        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
+        fx_attn_fwd<D, false>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                           \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(128) attention_bwd_##D(                                            \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* lse,             \
-        const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, float scale, double fill) {          \
-        fx_attn_bwd<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, n, scale, fill);                  \
+        const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, FxAttnLayout L, float scale,        \
+        double fill) {                                                                                              \
+        fx_attn_bwd<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, n, L, scale, fill);               \
     }
 
 FX_ATTN_KERNELS(32)
@@ -305,10 +333,10 @@ FX_ATTN_KERNELS(256)
 // key per group at a time, the row's features spread over the 8 lanes) runs
 // an online softmax over its chunk and writes its partial max, sum and
 // weighted values; attention_decode_combine merges the chunks.
-//   attention_decode_<D>(q, k, v, mask, ms, kind, part_acc, part_ml, FxAttnDims, scale, fill, chunk)
+//   attention_decode_<D>(q, k, v, mask, ms, kind, part_acc, part_ml, FxAttnDims, FxAttnLayout, scale, fill, chunk)
 //       grid (chunks, B * Hq * Lq), block 128; d == dv == D in {64, 128, 256};
 //       part_acc TC [chunks][rows][D], part_ml TC [chunks][rows][2]
-//   attention_decode_combine(part_acc, part_ml, sinks, o, rows, chunks, D, queries, q_heads)
+//   attention_decode_combine(part_acc, part_ml, sinks, o, rows, chunks, D, queries, q_heads, o rows)
 //       one thread per output element, any grid, blockDim 256
 
 #define FX_DEC_GROUPS 16
@@ -316,7 +344,8 @@ FX_ATTN_KERNELS(256)
 template <int D>
 __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* v, const void* mask,
                                                const FxAttnStrides& ms, int kind, TC* part_acc, TC* part_ml,
-                                               const FxAttnDims& n, float scale, double fill_, int chunk) {
+                                               const FxAttnDims& n, const FxAttnLayout& L, float scale, double fill_,
+                                               int chunk) {
     constexpr int F = D / 8, P = 16 / (int)sizeof(T), PK = F / P;
     __shared__ TC red_acc[FX_DEC_GROUPS][D];
     __shared__ TC red_m[FX_DEC_GROUPS], red_l[FX_DEC_GROUPS];
@@ -327,7 +356,7 @@ __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* 
     const int group = threadIdx.x / 8, lane8 = threadIdx.x % 8;
     const int shift = n.keys - n.queries;
     TC qr[F], acc[F];
-    const T* qrow = q + row * D;
+    const T* qrow = q + fx_row(L.q, b, h, i);
 #pragma unroll
     for (int pk = 0; pk < PK; ++pk) {
         FxPack<T, P> w;
@@ -340,7 +369,6 @@ __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* 
     }
     int j_end = min(n.keys, (blockIdx.x + 1) * chunk);
     if (kind == 1 && i + shift >= 0) j_end = min(j_end, i + shift + 1);
-    const long long kv_base = ((long long)b * n.kv_heads + kvh) * n.keys;
     TC m = -fx_attn_inf(), l = 0;
     // The loop runs the same number of times in every thread (the shuffles
     // need the whole warp): groups past the chunk's end take part in the
@@ -348,8 +376,8 @@ __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* 
     for (int jb = blockIdx.x * chunk; jb < j_end; jb += FX_DEC_GROUPS) {
         const int j = jb + group;
         const bool live = j < j_end;
-        const T* krow = k + (kv_base + j) * D;
-        const T* vrow = v + (kv_base + j) * D;
+        const T* krow = k + fx_row(L.k, b, kvh, j);
+        const T* vrow = v + fx_row(L.v, b, kvh, j);
         TC part = 0;
         if (live) {
 #pragma unroll
@@ -407,7 +435,8 @@ __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* 
 }
 
 extern "C" __global__ void attention_decode_combine(const TC* part_acc, const TC* part_ml, const T* sinks, T* o,
-                                                    long long rows, int chunks, int d, int queries, int q_heads) {
+                                                    long long rows, int chunks, int d, int queries, int q_heads,
+                                                    FxRows os) {
     for (long long e = fx_thread_id(); e < rows * d; e += fx_thread_count()) {
         const long long row = e / d;
         const int f = (int)(e % d);
@@ -422,15 +451,16 @@ extern "C" __global__ void attention_decode_combine(const TC* part_acc, const TC
             l += part_ml[at * 2 + 1] * w;
             acc += part_acc[at * d + f] * w;
         }
-        o[e] = fx_from_c(acc / l);
+        const long long bh = row / queries;
+        o[fx_row(os, (int)(bh / q_heads), (int)(bh % q_heads), row % queries) + f] = fx_from_c(acc / l);
     }
 }
 
 #define FX_ATTN_DECODE_KERNEL(D)                                                                                     \
     extern "C" __global__ void __launch_bounds__(128) attention_decode_##D(                                         \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, TC* part_acc,             \
-        TC* part_ml, FxAttnDims n, float scale, double fill, int chunk) {                                           \
-        fx_attn_decode<D>(q, k, v, mask, ms, kind, part_acc, part_ml, n, scale, fill, chunk);                       \
+        TC* part_ml, FxAttnDims n, FxAttnLayout L, float scale, double fill, int chunk) {                           \
+        fx_attn_decode<D>(q, k, v, mask, ms, kind, part_acc, part_ml, n, L, scale, fill, chunk);                    \
     }
 
 FX_ATTN_DECODE_KERNEL(64)
@@ -498,7 +528,8 @@ __device__ __forceinline__ unsigned fx_load2(const T* row, int i, bool valid) {
 template <int D, bool OUT>
 __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T* v, const void* mask,
                                                 const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* lse,
-                                                const FxAttnDims& n, float scale, double fill_) {
+                                                const FxAttnDims& n, const FxAttnLayout& L, float scale,
+                                                double fill_) {
     constexpr int KS = FX_MMA_KEYS, KP = D + 8;
     // K and V tiles, [key][feature], rows padded so that the fragment loads
     // of 8 rows hit 32 different banks.
@@ -513,8 +544,8 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
     const int q0 = blockIdx.x * FX_MMA_ROWS + warp * 16;
     const int r0 = q0 + g, r1 = q0 + g + 8;
     const bool in0 = r0 < n.queries, in1 = r1 < n.queries;
-    const T* qrow0 = q + ((long long)bh * n.queries + (in0 ? r0 : 0)) * D;
-    const T* qrow1 = q + ((long long)bh * n.queries + (in1 ? r1 : 0)) * D;
+    const T* qrow0 = q + fx_row(L.q, b, h, in0 ? r0 : 0);
+    const T* qrow1 = q + fx_row(L.q, b, h, in1 ? r1 : 0);
     unsigned qa[D / 16][4];
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -534,17 +565,16 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
     int kend = n.keys;
     const int first_row = blockIdx.x * FX_MMA_ROWS;
     if (kind == 1 && first_row + shift >= 0) kend = min(n.keys, first_row + FX_MMA_ROWS + shift);
-    const long long kv_base = (long long)b * n.kv_heads + kvh;
-    const T* kb = k + kv_base * n.keys * D;
-    const T* vb = v + kv_base * n.keys * D;
+    const T* kb = k + fx_row(L.k, b, kvh, 0);
+    const T* vb = v + fx_row(L.v, b, kvh, 0);
     for (int j0 = 0; j0 < kend; j0 += KS) {
         __syncthreads();
         for (int e = threadIdx.x; e < KS * D / 8; e += blockDim.x) {
             const int r = e / (D / 8), c = (e % (D / 8)) * 8, j = j0 + r;
             uint4 kw = make_uint4(0, 0, 0, 0), vw = make_uint4(0, 0, 0, 0);
             if (j < n.keys) {
-                kw = *reinterpret_cast<const uint4*>(kb + (long long)j * D + c);
-                vw = *reinterpret_cast<const uint4*>(vb + (long long)j * D + c);
+                kw = *reinterpret_cast<const uint4*>(kb + (long long)j * L.k.r + c);
+                vw = *reinterpret_cast<const uint4*>(vb + (long long)j * L.v.r + c);
             }
             *reinterpret_cast<uint4*>(&ks[r * KP + c]) = kw;
             *reinterpret_cast<uint4*>(&vs[r * KP + c]) = vw;
@@ -629,8 +659,8 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
         if (t4 == 0 && in1) lse[(long long)bh * n.queries + r1] = m1 + logf(l1);
         return;
     }
-    T* o0 = o + ((long long)bh * n.queries + r0) * D;
-    T* o1 = o + ((long long)bh * n.queries + r1) * D;
+    T* o0 = o + fx_row(L.o, b, h, r0);
+    T* o1 = o + fx_row(L.o, b, h, r1);
 #pragma unroll
     for (int nb = 0; nb < D / 8; ++nb) {
         const int c = nb * 8 + t4 * 2;
@@ -655,7 +685,7 @@ template <int D>
 __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T* v, const void* mask,
                                                 const FxAttnStrides& ms, int kind, const TC* lse, const TC* delta,
                                                 const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
-                                                float scale, double fill_) {
+                                                const FxAttnLayout& L, float scale, double fill_) {
     constexpr int KB = 64, QT = FX_MMA_QT, KP = D + 8, SP = KB + 8;
     __shared__ __align__(16) unsigned short ks[KB * KP];  // this block's keys, [key][feature]
     __shared__ __align__(16) unsigned short qs[QT * KP];  // query tile, [query][feature]
@@ -670,19 +700,19 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
     const int j0 = blockIdx.x * KB;
     const int jw = warp * 16;                    // this warp's first key in the block
     const int ja = j0 + jw + g, jb = ja + 8;     // the keys of this thread's accumulator rows
-    const T* kb = k + (long long)kvb * n.keys * D;
-    const T* vb = v + (long long)kvb * n.keys * D;
+    const T* kb = k + fx_row(L.k, b, kvh, 0);
+    const T* vb = v + fx_row(L.v, b, kvh, 0);
     for (int e = threadIdx.x; e < KB * D / 8; e += blockDim.x) {
         const int r = e / (D / 8), c = (e % (D / 8)) * 8, j = j0 + r;
         uint4 w = make_uint4(0, 0, 0, 0);
-        if (j < n.keys) w = *reinterpret_cast<const uint4*>(kb + (long long)j * D + c);
+        if (j < n.keys) w = *reinterpret_cast<const uint4*>(kb + (long long)j * L.k.r + c);
         *reinterpret_cast<uint4*>(&ks[r * KP + c]) = w;
     }
     // V rows of this warp's keys as A operands (16 keys x D).
     unsigned va[D / 16][4];
     {
-        const T* v0 = vb + (long long)(ja < n.keys ? ja : 0) * D;
-        const T* v1 = vb + (long long)(jb < n.keys ? jb : 0) * D;
+        const T* v0 = vb + (long long)(ja < n.keys ? ja : 0) * L.v.r;
+        const T* v1 = vb + (long long)(jb < n.keys ? jb : 0) * L.v.r;
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const int c = kk * 16 + t4 * 2;
@@ -707,8 +737,8 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
                 const int r = e / (D / 8), c = (e % (D / 8)) * 8, i = i0 + r;
                 uint4 qw = make_uint4(0, 0, 0, 0), gw = make_uint4(0, 0, 0, 0);
                 if (i < n.queries) {
-                    qw = *reinterpret_cast<const uint4*>(q + (row0 + i) * D + c);
-                    gw = *reinterpret_cast<const uint4*>(dout + (row0 + i) * D + c);
+                    qw = *reinterpret_cast<const uint4*>(q + fx_row(L.q, b, h, i) + c);
+                    gw = *reinterpret_cast<const uint4*>(dout + fx_row(L.dout, b, h, i) + c);
                 }
                 *reinterpret_cast<uint4*>(&qs[r * KP + c]) = qw;
                 *reinterpret_cast<uint4*>(&gs[r * KP + c]) = gw;
@@ -811,18 +841,18 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
             }
         }
     }
-    T* dk0 = dk + (long long)kvb * n.keys * D;
-    T* dv0 = dv + (long long)kvb * n.keys * D;
+    T* dk0 = dk + fx_row(L.dk, b, kvh, 0);
+    T* dv0 = dv + fx_row(L.dv, b, kvh, 0);
 #pragma unroll
     for (int nb = 0; nb < D / 8; ++nb) {
         const int c = nb * 8 + t4 * 2;
         if (ja < n.keys) {
-            *reinterpret_cast<unsigned*>(dk0 + (long long)ja * D + c) = fx_pack2(dk_acc[nb][0] * scale, dk_acc[nb][1] * scale);
-            *reinterpret_cast<unsigned*>(dv0 + (long long)ja * D + c) = fx_pack2(dv_acc[nb][0], dv_acc[nb][1]);
+            *reinterpret_cast<unsigned*>(dk0 + (long long)ja * L.dk.r + c) = fx_pack2(dk_acc[nb][0] * scale, dk_acc[nb][1] * scale);
+            *reinterpret_cast<unsigned*>(dv0 + (long long)ja * L.dv.r + c) = fx_pack2(dv_acc[nb][0], dv_acc[nb][1]);
         }
         if (jb < n.keys) {
-            *reinterpret_cast<unsigned*>(dk0 + (long long)jb * D + c) = fx_pack2(dk_acc[nb][2] * scale, dk_acc[nb][3] * scale);
-            *reinterpret_cast<unsigned*>(dv0 + (long long)jb * D + c) = fx_pack2(dv_acc[nb][2], dv_acc[nb][3]);
+            *reinterpret_cast<unsigned*>(dk0 + (long long)jb * L.dk.r + c) = fx_pack2(dk_acc[nb][2] * scale, dk_acc[nb][3] * scale);
+            *reinterpret_cast<unsigned*>(dv0 + (long long)jb * L.dv.r + c) = fx_pack2(dv_acc[nb][2], dv_acc[nb][3]);
         }
     }
 }
@@ -830,18 +860,19 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
 #define FX_ATTN_MMA_KERNEL(D)                                                                                        \
     extern "C" __global__ void __launch_bounds__(128) attention_fwd_mma_##D(                                        \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, float scale, double fill) {                                                          \
-        fx_attn_fwd_mma<D, true>(q, k, v, mask, ms, kind, sinks, o, lse, n, scale, fill);                           \
+        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
+        fx_attn_fwd_mma<D, true>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                        \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(128) attention_lse_mma_##D(                                        \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, float scale, double fill) {                                                          \
-        fx_attn_fwd_mma<D, false>(q, k, v, mask, ms, kind, sinks, o, lse, n, scale, fill);                          \
+        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
+        fx_attn_fwd_mma<D, false>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                       \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(128, 1) attention_bwd_mma_##D(                                     \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* lse,             \
-        const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, float scale, double fill) {          \
-        fx_attn_bwd_mma<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, n, scale, fill);              \
+        const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, FxAttnLayout L, float scale,        \
+        double fill) {                                                                                              \
+        fx_attn_bwd_mma<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, n, L, scale, fill);           \
     }
 
 FX_ATTN_MMA_KERNEL(64)
