@@ -1,6 +1,7 @@
 """Gradient transforms (grad, value_and_grad, vjp, jvp, stop_gradient) against
 float64 central finite differences, analytic derivatives and MLX semantics."""
 
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -1310,3 +1311,25 @@ def test_complex_derivatives_are_not_conjugated(name, rng):
     _, (t,) = fx.jvp(f, [fx.array(z)], [fx.array(ct)])
     assert_close(g, expected, "complex64", rtol=1e-4, atol=1e-5)
     assert_close(t, expected, "complex64", rtol=1e-4, atol=1e-5)
+
+
+def test_add_and_subtract_pass_cotangents_without_products(tmp_path):
+    """The partials of + and - are 1 and -1: their vjps hand the cotangent
+    on (negated for the subtrahend) instead of multiplying it, with the same
+    bits, so a residual network's backward pass launches no products for
+    its sums."""
+    rng = np.random.default_rng(0)
+    a, b, c, cot = (fx.array(rng.normal(size=(3, 4)).astype(np.float32)) for _ in range(4))
+    bias = fx.array(rng.normal(size=(4,)).astype(np.float32))
+    _, grads = fx.vjp(lambda a, b, c, bias: (a + b) - c + bias, [a, b, c, bias], [cot])
+    dot = tmp_path / "grads.dot"
+    fx.export_to_dot(str(dot), *grads)
+    labels = re.findall(r'label="([^"\\\\]+)', dot.read_text())
+    assert "multiply" not in labels and labels.count("negative") == 1, labels
+    expected = np.array(cot)
+    for g, want in zip(grads, [expected, expected, -expected, expected.sum(axis=0)]):
+        np.testing.assert_array_equal(np.array(g), want)
+    # Integer differences keep the product by -1 (it wraps as the forward op does).
+    i, j = fx.array([5, 7], dtype=fx.uint8), fx.array([1, 2], dtype=fx.uint8)
+    _, (gi, gj) = fx.vjp(lambda i, j: i - j, [i, j], [fx.array([1, 2], dtype=fx.uint8)])
+    assert np.array(gi).tolist() == [1, 2] and np.array(gj).tolist() == [255, 254]
