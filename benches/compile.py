@@ -96,6 +96,11 @@ def ferrox_rows(args, rows):
         csq = fx.compile(sq)
         rows["sum sq rows eager"] = (median_time(lambda: fx.eval(sq(x, b)), sync, 1, args.repeats), nbytes)
         rows["sum sq rows compiled"] = (median_time(lambda: fx.eval(csq(x, b)), sync, 2, args.repeats), nbytes)
+        # The same over the leading axes (a column reduction, as a bias gradient's).
+        cols = lambda x, b: fx.sum(fx.square(x - b), axis=(0, 1))  # noqa: E731
+        ccols = fx.compile(cols)
+        rows["sum sq columns eager"] = (median_time(lambda: fx.eval(cols(x, b)), sync, 1, args.repeats), nbytes)
+        rows["sum sq columns compiled"] = (median_time(lambda: fx.eval(ccols(x, b)), sync, 2, args.repeats), nbytes)
     if want("small"):
         chain = small_chain_fx(fx, args.small_ops)
         cchain = fx.compile(chain)
@@ -186,7 +191,7 @@ def main():
         frac = f"{(nbytes / t) / (rows['copy (x + 0)'][1] / copy) * 100:12.0f}%" if nbytes else ""
         print(f"{name:32s} {t * 1e3:10.3f} {bw} {frac}")
     ratios = [("gelu eager", "gelu compiled"), ("mlp tail eager", "mlp tail compiled"),
-              ("sum sq rows eager", "sum sq rows compiled"),
+              ("sum sq rows eager", "sum sq rows compiled"), ("sum sq columns eager", "sum sq columns compiled"),
               (f"{args.small_ops} small ops eager", f"{args.small_ops} small ops compiled"),
               ("mlp train step eager", "mlp train step compiled")]
     print()

@@ -217,12 +217,20 @@ fn run_stride(dims: &[usize], strides: &[isize]) -> Option<isize> {
     merges.then(|| kept.last().map_or(0, |&(_, s)| s))
 }
 
+/// The fewest columns per row for [`fused_reduce`] to compute a reduction
+/// over leading or middle axes piece by piece (each piece runs the whole
+/// program, so narrow rows are faster fused-then-reduced).
+const MIN_COLUMN_RUN: usize = 256;
+
 /// Runs `program` (one output, of `shape`) and reduces its values with `op`
-/// over `axes` into `out_dtype` without writing them out: each row of the
-/// reduction is computed in the blocks the eager reduction folds, so the
-/// result is the same bits as `fused` then `reduce`. `None` when this path
-/// does not apply: the reduced axes are not the trailing ones, or an input
-/// does not read them as one strided run (the caller then does the pair).
+/// over `axes` into `out_dtype` without writing them out, computing the
+/// values in the pieces the eager reduction folds, so the result is the
+/// same bits as `fused` then `reduce`: rows of trailing axes in its blocks,
+/// or, for a block of leading or middle axes, rows of the columns that
+/// follow them (folded in order, as its column path does). `None` when
+/// this path does not apply: the axes are not one block, the columns are
+/// fewer than [`MIN_COLUMN_RUN`], or an input does not read the run of
+/// values a piece covers as one strided run (the caller then does the pair).
 pub fn fused_reduce(
     program: &FusedProgram,
     inputs: &[(&CpuBuffer, Layout)],
@@ -231,33 +239,43 @@ pub fn fused_reduce(
     axes: &[usize],
     out_dtype: Dtype,
 ) -> Result<Option<CpuBuffer>> {
-    let k = shape.len() - axes.len();
-    if axes.iter().enumerate().any(|(i, &a)| a != k + i) || program.outputs.len() != 1 {
+    let is_block = axes.windows(2).all(|w| w[1] == w[0] + 1);
+    if !is_block || program.outputs.len() != 1 {
+        return Ok(None);
+    }
+    let (first, last) = match (axes.first(), axes.last()) {
+        (Some(&a), Some(&b)) => (a, b + 1),
+        _ => (shape.len(), shape.len()),
+    };
+    let trailing = last == shape.len();
+    // A piece is a run over `shape[lead..]` at one index of `shape[..lead]`.
+    let lead = if trailing { first } else { last };
+    if !trailing && numel(&shape[last..]) < MIN_COLUMN_RUN {
         return Ok(None);
     }
     let Some(run_strides) =
-        inputs.iter().map(|(_, l)| run_stride(&shape[k..], &l.strides[k..])).collect::<Option<Vec<isize>>>()
+        inputs.iter().map(|(_, l)| run_stride(&shape[lead..], &l.strides[lead..])).collect::<Option<Vec<isize>>>()
     else {
         return Ok(None);
     };
-    let (outer, r) = (numel(&shape[..k]), numel(&shape[k..]));
     let value_dtype = program.steps[program.outputs[0]].dtype;
     let work = reduce::work_dtype(op, value_dtype, out_dtype);
-    let last = program.last_uses();
-    let piece = |o: usize, j0: usize, len: usize| -> Result<CpuBuffer> {
+    let last_uses = program.last_uses();
+    // The `len` values from position `j0` of the run at index `row` of `shape[..lead]`.
+    let piece = |row: usize, j0: usize, len: usize| -> Result<CpuBuffer> {
         let views: Vec<Layout> = inputs
             .iter()
             .zip(&run_strides)
             .map(|((_, l), &s)| {
-                let (mut offset, mut rest) = (l.offset as isize + j0 as isize * s, o);
-                for d in (0..k).rev() {
+                let (mut offset, mut rest) = (l.offset as isize + j0 as isize * s, row);
+                for d in (0..lead).rev() {
                     offset += (rest % shape[d]) as isize * l.strides[d];
                     rest /= shape[d];
                 }
                 Layout { shape: vec![len], strides: vec![s], offset: offset as usize }
             })
             .collect();
-        let mut values = run_steps(program, &last, inputs, &views, &[len])?;
+        let mut values = run_steps(program, &last_uses, inputs, &views, &[len])?;
         let value = values[program.outputs[0]].take().expect("outputs are kept");
         for unread in values.into_iter().flatten() {
             super::cache::recycle(unread);
@@ -269,9 +287,16 @@ pub fn fused_reduce(
         super::cache::recycle(value);
         Ok(cast)
     };
-    let reduced = reduce::reduce_pieces(op, work, outer, r, &piece)?;
+    let (outer, inner) = (numel(&shape[..first]), numel(&shape[last..]));
+    let reduced = if trailing {
+        reduce::reduce_pieces(op, work, outer, numel(&shape[first..]), &piece)?
+    } else {
+        let r = numel(&shape[first..last]);
+        let column_piece = |o: usize, i: usize, j0: usize, len: usize| piece(o * r + i, j0, len);
+        reduce::reduce_column_pieces(op, work, outer, r, inner, &column_piece)?
+    };
     if work == out_dtype {
         return Ok(Some(reduced));
     }
-    Ok(Some(elementwise::cast_buffer(&reduced, &Layout::contiguous(&[outer]), out_dtype)?))
+    Ok(Some(elementwise::cast_buffer(&reduced, &Layout::contiguous(&[outer * inner]), out_dtype)?))
 }

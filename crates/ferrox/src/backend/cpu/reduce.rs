@@ -170,6 +170,77 @@ fn fold_pieces<T: CpuElement>(
     Ok(out)
 }
 
+/// The elements of one row segment of a row-major `[outer, r, inner]`
+/// sequence that exists only in pieces: `(o, i, j0, len)` gives the `len`
+/// values from column `j0` of row `i` of block `o`, as a buffer of the
+/// working dtype.
+pub(crate) type ColumnPiece<'a> = dyn Fn(usize, usize, usize, usize) -> Result<CpuBuffer> + Sync + 'a;
+
+/// Reduces the middle axis of a row-major `[outer, r, inner]` sequence of
+/// `work` values that `piece` makes on demand: each result folds its column
+/// in order over the `r` rows, as [`reduce`]'s column path does over the
+/// values stored, so the result has the same bits. One `work` value per
+/// `(outer, inner)` position.
+pub(crate) fn reduce_column_pieces(
+    op: ReduceOp,
+    work: Dtype,
+    outer: usize,
+    r: usize,
+    inner: usize,
+    piece: &ColumnPiece<'_>,
+) -> Result<CpuBuffer> {
+    fn typed<T: CpuElement>(op: ReduceOp, _of: &[T], shape: [usize; 3], piece: &ColumnPiece<'_>) -> Result<Vec<T>> {
+        match op {
+            ReduceOp::Sum => fold_columns(shape, piece, T::zero(), T::add),
+            ReduceOp::Prod => fold_columns(shape, piece, T::one(), T::mul),
+            ReduceOp::Max => fold_columns(shape, piece, T::lowest(), T::max),
+            ReduceOp::Min => fold_columns(shape, piece, T::highest(), T::min),
+        }
+    }
+    let witness = super::creation::full(crate::element::Scalar::Bool(false), work, 0)?;
+    crate::with_buffer!(&witness, w => Ok(CpuElement::into_buffer(typed(op, &w[..], [outer, r, inner], piece)?)))
+}
+
+/// Folds the columns [`reduce_column_pieces`] describes with `f` from
+/// `init`, at most `BLOCK` columns per piece (parallel over blocks and
+/// column chunks; every column is folded by one task, in row order).
+fn fold_columns<T: CpuElement>(
+    [outer, r, inner]: [usize; 3],
+    piece: &ColumnPiece<'_>,
+    init: T,
+    f: impl Fn(T, T) -> T + Copy + Sync,
+) -> Result<Vec<T>> {
+    let mut out = output_vec::<T>(outer * inner)?;
+    out.fill(init);
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let width = BLOCK.min(inner);
+    let column = |o: usize, chunk: usize, acc: &mut [T]| -> Result<()> {
+        for i in 0..r {
+            let values = piece(o, i, chunk * width, acc.len())?;
+            let row = T::slice_of(&values).expect("pieces hold the working dtype");
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a = f(*a, v);
+            }
+            super::cache::recycle(values);
+        }
+        Ok(())
+    };
+    if outer * r * inner >= PARALLEL_THRESHOLD {
+        out.par_chunks_mut(inner).enumerate().try_for_each(|(o, row)| {
+            row.par_chunks_mut(width).enumerate().try_for_each(|(c, acc)| column(o, c, acc))
+        })?;
+    } else {
+        for (o, row) in out.chunks_mut(inner).enumerate() {
+            for (c, acc) in row.chunks_mut(width).enumerate() {
+                column(o, c, acc)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn reduce_typed<T: CpuElement>(op: ReduceOp, x: &[T], outer: usize, r: usize, inner: usize) -> Result<Vec<T>> {
     match op {
         ReduceOp::Sum => reduce_blocks(x, outer, r, inner, T::zero(), T::add),
