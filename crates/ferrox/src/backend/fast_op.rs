@@ -29,9 +29,9 @@ pub fn head_rows(layout: &Layout) -> bool {
 
 /// A dense layout of the 4-d `shape` whose first three axes are nested as
 /// `like`'s strides nest them (largest stride outermost, axes of extent 1
-/// first; ties keep their order) and whose last axis is innermost. For `like` a `(B, L, H, D)`
-/// buffer viewed as `(B, H, L, D)`, it is the same kind of view, so
-/// transposing it back is row-contiguous.
+/// first; ties keep their order) and whose last axis is innermost. For
+/// `like` a `(B, L, H, D)` buffer viewed as `(B, H, L, D)`, it is the same
+/// kind of view, so transposing it back is row-contiguous.
 pub fn dense_in_order_of(like: &Layout, shape: &[usize]) -> Layout {
     let mut order = [0usize, 1, 2];
     // An axis of extent 1 has no meaningful stride: it goes outermost.

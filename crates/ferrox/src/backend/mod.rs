@@ -19,7 +19,7 @@ mod update_rule;
 pub use custom_kernel::{
     expanded_source, launch_shape, KernelCode, KernelLaunch, ScalarArg, ShapeInfo, MAX_NDIM, PRELUDE_INCLUDE,
 };
-pub use fast_op::{dense_in_order_of, head_rows, AttentionMask, AttentionParams, FastOp, RopeParams};
+pub use fast_op::{AttentionMask, AttentionParams, FastOp, RopeParams};
 pub use update_rule::UpdateRule;
 
 use crate::array::ArrayData;

@@ -148,22 +148,17 @@ impl Primitive for Binary {
         let cot = &cotangents[0];
         // Add's and subtract's partials are 1 and -1: the cotangent passes
         // as it is or negated (the bits the product would have), with no
-        // kernel for a product. Integer differences keep the product (its
+        // kernel for a product. Integer differences keep the products (the
         // -1 wraps like the forward op).
-        let unit = match self.0 {
-            BinaryOp::Add => [true, true],
-            BinaryOp::Subtract => [true, cot.dtype().is_inexact()],
-            _ => [false, false],
-        };
-        let partials =
-            if unit.iter().all(|&u| u) { None } else { Some(self.partials(&inputs[0], &inputs[1], &outputs[0])?) };
+        let unit_partials = self.0 == BinaryOp::Add || (self.0 == BinaryOp::Subtract && cot.dtype().is_inexact());
+        let partials = if unit_partials { None } else { Some(self.partials(&inputs[0], &inputs[1], &outputs[0])?) };
         argnums
             .iter()
             .map(|&i| {
                 let g = match &partials {
-                    Some((da, db)) if !unit[i] => ops::multiply(cot, if i == 0 { da } else { db })?,
-                    _ if i == 1 && self.0 == BinaryOp::Subtract => ops::negative(cot)?,
-                    _ => cot.clone(),
+                    Some((da, db)) => ops::multiply(cot, if i == 0 { da } else { db })?,
+                    None if i == 1 && self.0 == BinaryOp::Subtract => ops::negative(cot)?,
+                    None => cot.clone(),
                 };
                 ops::sum_to_shape(&g, inputs[i].shape())
             })

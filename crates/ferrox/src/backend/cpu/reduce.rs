@@ -47,6 +47,13 @@ fn reduce_run<T: Element>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
     x.chunks(BLOCK).fold(init, |total, block| f(total, reduce_block(block, init, f)))
 }
 
+/// `n` results, each starting at the fold's `init`.
+fn filled<T: CpuElement>(n: usize, init: T) -> Result<Vec<T>> {
+    let mut out = output_vec::<T>(n)?;
+    out.fill(init);
+    Ok(out)
+}
+
 /// `out[o, j] = f-fold over i of x[o, i, j]` for contiguous `x` of shape `[outer, r, inner]`.
 fn reduce_blocks<T: CpuElement>(
     x: &[T],
@@ -56,8 +63,7 @@ fn reduce_blocks<T: CpuElement>(
     init: T,
     f: impl Fn(T, T) -> T + Copy + Sync,
 ) -> Result<Vec<T>> {
-    let mut out = output_vec::<T>(outer * inner)?;
-    out.fill(init);
+    let mut out = filled(outer * inner, init)?;
     if out.is_empty() {
         return Ok(out);
     }
@@ -146,8 +152,7 @@ fn fold_pieces<T: CpuElement>(
         }
         Ok(total)
     };
-    let mut out = output_vec::<T>(outer)?;
-    out.fill(init);
+    let mut out = filled(outer, init)?;
     let n = outer * r;
     if out.is_empty() {
         return Ok(out);
@@ -210,8 +215,7 @@ fn fold_columns<T: CpuElement>(
     init: T,
     f: impl Fn(T, T) -> T + Copy + Sync,
 ) -> Result<Vec<T>> {
-    let mut out = output_vec::<T>(outer * inner)?;
-    out.fill(init);
+    let mut out = filled(outer * inner, init)?;
     if out.is_empty() {
         return Ok(out);
     }
