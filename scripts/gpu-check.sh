@@ -12,6 +12,10 @@
 # machine has it in /usr/lib/x86_64-linux-gnu); FERROX_CUDNN=0 runs them on
 # ferrox's own kernels instead.
 #
+# To try kernel edits without rebuilding the wheel, point
+# FERROX_KERNEL_SOURCE_DIR at a folder holding edited family sources
+# (e.g. attention.cu): they replace the embedded ones (kernels.rs).
+#
 # Set GPU_CHECK_SKIP_TESTS=1 or GPU_CHECK_SKIP_BENCH=1 to run only one part,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
 # arguments to benches/gpu_ops.py (e.g. "--only sort,take") and IO_BENCH_ARGS

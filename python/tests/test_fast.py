@@ -528,6 +528,45 @@ def test_sdpa_gradients_match_ops(rng, shape, mask, sinks):
         close(a, to64(b), dtype, scale=50)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 4, 2, 70, 300, 64, 64),  # tensor cores on the GPU: several key blocks, partial tiles
+        (1, 2, 1, 160, 96, 128, 128),  # more queries than keys
+        (1, 2, 2, 33, 33, 128, 128),
+        (1, 4, 2, 3, 600, 64, 64),  # split-K decode forward on the GPU
+    ],
+)
+@pytest.mark.parametrize("mask", [None, "causal", "bool"])
+def test_sdpa_half_gradients_match_float64(rng, dtype, shape, mask):
+    """The half-type kernels (the GPU's tensor-core forward and backward)
+    against float64 ops on the same rounded values: output and every
+    gradient within the type's rounding, by relative norm."""
+    q, k, v = _sdpa_inputs(rng, shape, dtype)
+    m_np, m_fx = _mask(rng, mask, shape, dtype)
+    sinks = rounded(rng.normal(size=(shape[1],)), dtype)
+    cot = rounded(rng.normal(size=q.shape[:3] + (v.shape[-1],)), dtype)
+    tol = {"float16": 4e-3, "bfloat16": 2.5e-2}[dtype]
+    for s in [None, sinks]:
+        args = [fx_from(a, dtype) for a in (q, k, v)] + ([] if s is None else [fx_from(s, dtype)])
+        args64 = [fx.array(a, dtype=fx.float64) for a in (q, k, v)] + ([] if s is None else [fx.array(s, dtype=fx.float64)])
+        m64 = fx.array(m_np) if isinstance(m_np, np.ndarray) else m_np
+
+        def fused(q, k, v, *s):
+            return fx.fast.scaled_dot_product_attention(q, k, v, scale=0.2, mask=m_fx, sinks=s[0] if s else None)
+
+        def ops(q, k, v, *s):
+            return sdpa_ops(q, k, v, 0.2, m64, s[0] if s else None)
+
+        out, grads = fx.vjp(fused, args, [fx_from(cot, dtype)])
+        out64, grads64 = fx.vjp(ops, args64, [fx.array(cot, dtype=fx.float64)])
+        for got, ref in zip([out[0], *grads], [out64[0], *grads64]):
+            ref = to64(ref)
+            err = np.linalg.norm(to64(got) - ref) / max(np.linalg.norm(ref), 1e-30)
+            assert err < tol, (got.shape, err)
+
+
 def test_sdpa_additive_mask_gradient_and_finite_differences(rng):
     shape = (1, 2, 1, 3, 4, 5, 3)
     q, k, v = (fx.array(a, dtype=fx.float64) for a in _sdpa_inputs(rng, shape, "float64"))

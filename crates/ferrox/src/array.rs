@@ -417,4 +417,46 @@ impl Recipe {
     pub(crate) fn sibling_nodes(&self) -> Vec<Option<Arc<Node>>> {
         self.siblings.lock().unwrap_or_else(|e| e.into_inner()).iter().map(Weak::upgrade).collect()
     }
+
+    /// Output `index` as an array: its live sibling node, or, when nothing
+    /// holds that output any more, a fresh pending node registered in its
+    /// place, so evaluating it runs the recipe again (a vjp that reads an
+    /// output its caller dropped, such as attention's log-sum-exp, gets the
+    /// values rather than a stand-in).
+    pub(crate) fn output(self: &Arc<Recipe>, index: usize) -> Array {
+        let mut siblings = self.siblings.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = siblings[index].upgrade() {
+            return Array::from_node(node);
+        }
+        let spec = &self.outputs[index];
+        let node = Arc::new(Node {
+            shape: spec.shape.clone(),
+            dtype: spec.dtype,
+            state: Mutex::new(State { data: None, recipe: Some(self.clone()) }),
+        });
+        siblings[index] = Arc::downgrade(&node);
+        Array { node }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops;
+
+    #[test]
+    fn a_dropped_sibling_comes_back_from_its_recipe() {
+        let a = Array::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        let b = Array::from_vec(vec![3.0f32, 4.0, 5.0], &[3]).unwrap();
+        let mut outs = ops::depends(&[a, b], &[]).unwrap();
+        drop(outs.pop());
+        let recipe = outs[0].recipe().expect("a pending array keeps its recipe");
+        assert!(recipe.sibling_nodes()[1].is_none());
+        // Computed before the second output comes back: it is computed again.
+        assert_eq!(outs[0].to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        let revived = recipe.output(1);
+        assert_eq!(recipe.output(1).node_key(), revived.node_key(), "registered as the sibling");
+        assert_eq!(revived.to_vec::<f32>().unwrap(), vec![3.0, 4.0, 5.0]);
+        assert_eq!(outs[0].to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    }
 }

@@ -135,13 +135,15 @@ pub enum FastOp {
     /// `softmax(scale * q k^T + mask) v` per head. Inputs: q `(B, Hq, Lq,
     /// D)`, k `(B, Hk, Lk, D)`, v `(B, Hk, Lk, Dv)` (rows; `Hq` a multiple
     /// of `Hk`), the mask (`(B, Hq, Lq, Lk)`, any strides) and the sinks
-    /// (`Hq`) when present. Output: o `(B, Hq, Lq, Dv)`.
+    /// (`Hq`) when present. Outputs: o `(B, Hq, Lq, Dv)` and each score
+    /// row's statistics `(B, Hq, Lq, 2)` in the compute type, which the
+    /// backward pass reads: the row's max `m` and `log(sum(exp(s - m)))`,
+    /// the sink counted in both. (Apart, because their sum, the
+    /// log-sum-exp, loses the second where every score is a mask's fill.)
     Attention(AttentionParams),
     /// The derivative of [`FastOp::Attention`]. Inputs: the forward's
-    /// inputs, then o and do. Outputs: dq, dk, dv, and the sinks'
-    /// cotangent when present. (It recomputes each score row's
-    /// log-sum-exp: a forward output kept for it would not survive the
-    /// forward's caller, who holds only o.)
+    /// inputs, then o, the row statistics and do. Outputs: dq, dk, dv, and
+    /// the sinks' cotangent when present.
     AttentionVjp(AttentionParams),
     /// `exp(x - max) / sum(exp(x - max))` over the last axis (MLX's
     /// `Softmax`; always computed in float32, so `precise` does not change
@@ -163,14 +165,17 @@ impl FastOp {
             _ => return false,
         };
         let forward = p.forward_inputs();
-        let head_operand = index < 3 || (matches!(self, FastOp::AttentionVjp(_)) && index >= forward);
+        // The backward's o and do (between them the row statistics, dense).
+        let head_operand =
+            index < 3 || (matches!(self, FastOp::AttentionVjp(_)) && (index == forward || index == forward + 2));
         (p.mask_input() && index == 3) || (head_operand && head_rows(layout))
     }
 
     /// The layouts the backend gives the outputs of `shapes`, from the
     /// layouts of the inputs it received: attention's o, dq, dk and dv are
     /// dense in the axis order of q, q, k and v ([`dense_in_order_of`]);
-    /// every other output is row-contiguous.
+    /// every other output (attention's row statistics among them) is
+    /// row-contiguous.
     pub fn output_layouts(&self, inputs: &[&Layout], shapes: &[Vec<usize>]) -> Vec<Layout> {
         let like: &[usize] = match self {
             FastOp::Attention(_) => &[0],
@@ -239,7 +244,9 @@ mod tests {
         assert!(forward.takes_strided(3, &features_strided), "the mask takes any strides");
         assert!(!forward.takes_strided(4, &view), "the sinks");
         let backward = FastOp::AttentionVjp(p);
-        assert!(backward.takes_strided(5, &view) && backward.takes_strided(6, &view), "o and do");
+        assert!(backward.takes_strided(5, &view) && backward.takes_strided(7, &view), "o and do");
+        let stats = Layout::contiguous(&[2, 5, 3, 2]).permute(&[0, 2, 1, 3]);
+        assert!(!backward.takes_strided(6, &stats), "the row statistics");
         assert!(!FastOp::LayerNorm { eps: 1e-5 }.takes_strided(0, &view));
         let layouts = backward.output_layouts(&[&view, &view, &view], &vec![vec![2, 3, 5, 8]; 4]);
         assert!(layouts[..3].iter().all(|l| l.permute(&[0, 2, 1, 3]).is_row_contiguous()));

@@ -318,7 +318,8 @@ pub fn scaled_dot_product_attention(
         return ops::zeros(&out_shape, dtype);
     }
     let params = AttentionParams { scale, mask: kind, sinks: sinks.is_some() };
-    Array::from_primitive(out_shape, dtype, Attention { params }, inputs)
+    let specs = Attention::specs(&qs, inputs[2].shape(), dtype);
+    Ok(Array::siblings_from_primitive(specs, Attention { params }, inputs)?.swap_remove(0))
 }
 
 // ---------------------------------------------------------------------------
@@ -413,7 +414,9 @@ pub(crate) fn rope_reference(p: &RopeParams, inputs: &[Array]) -> Result<Vec<Arr
 }
 
 /// [`scaled_dot_product_attention`] from ops, given the primitive's inputs
-/// `[q, k, v, mask?, sinks?]`.
+/// `[q, k, v, mask?, sinks?]`: its outputs, o and each score row's
+/// statistics `(B, Hq, Lq, 2)` in the compute type (see
+/// [`crate::backend::FastOp::Attention`]).
 pub(crate) fn attention_reference(p: &AttentionParams, inputs: &[Array]) -> Result<Vec<Array>> {
     let (q, k, v) = (&inputs[0], &inputs[1], &inputs[2]);
     let (hq, hk) = (q.shape()[1], k.shape()[1]);
@@ -450,11 +453,17 @@ pub(crate) fn attention_reference(p: &AttentionParams, inputs: &[Array]) -> Resu
         let sh = scores.shape();
         scores = ops::concatenate(&[s.broadcast_to(&[sh[0], sh[1], sh[2], 1])?, scores], -1)?;
     }
-    let lse = ops::reduction::logsumexp_or_empty(&scores, Some(&[-1]), true)?;
-    let mut probs = ops::exp(&ops::subtract(&scores, &lse)?)?;
+    // The row's max and the log of its sum of exponentials past the max,
+    // kept apart: their sum loses the second term where every score is the
+    // mask's fill (about -3.4e38), whose softmax is uniform.
+    let peak = ops::stop_gradient(&ops::max(&scores, Some(&[-1]), true)?)?;
+    let peak = ops::where_(&ops::isinf(&peak)?, &ops::zeros_like(&peak)?, &peak)?;
+    let shifted = ops::subtract(&scores, &peak)?;
+    let log_sum = ops::log(&ops::sum(&ops::exp(&shifted)?, Some(&[-1]), true)?)?;
+    let mut probs = ops::exp(&ops::subtract(&shifted, &log_sum)?)?;
     if p.sinks {
         probs = slice_axis(&probs, 3, 1, lk, 1)?;
     }
     let out = ops::matmul(&probs, &v.astype(stat)?)?.astype(dtype)?;
-    Ok(vec![out])
+    Ok(vec![out, ops::concatenate(&[peak, log_sum], -1)?])
 }

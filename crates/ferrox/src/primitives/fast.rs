@@ -6,6 +6,7 @@
 use super::{Batched, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::{AttentionMask, AttentionParams, Backend, FastOp, RopeParams, Storage};
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::ops::{self, fast as reference};
 use crate::shape::Layout;
@@ -155,7 +156,9 @@ pub struct Rope {
 }
 
 /// Fused scaled dot-product attention. Inputs: q, k, v, the mask and the
-/// sinks when present.
+/// sinks when present. Outputs: o, and each score row's statistics (its
+/// max and the log of its sum of exponentials past the max) in the compute
+/// type `(B, Hq, Lq, 2)`, which only the vjp reads.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Attention {
     /// Scale, mask kind and sinks.
@@ -163,8 +166,8 @@ pub struct Attention {
 }
 
 /// The derivative of [`Attention`]. Inputs: the forward's inputs, its
-/// output and the output's cotangent. Outputs: the cotangents of q, k, v
-/// and of the sinks when present.
+/// outputs (o and the row statistics) and o's cotangent. Outputs: the
+/// cotangents of q, k, v and of the sinks when present.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AttentionVjp {
     /// Scale, mask kind and sinks.
@@ -317,8 +320,17 @@ impl Primitive for Rope {
 }
 
 impl Attention {
+    /// The outputs as ops: o and the row statistics.
     fn reference(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         reference::attention_reference(&self.params, inputs)
+    }
+
+    /// The output specs for inputs of these shapes and dtype.
+    pub(crate) fn specs(q: &[usize], v: &[usize], dtype: Dtype) -> Vec<OutputSpec> {
+        vec![
+            OutputSpec { shape: vec![q[0], q[1], q[2], v[3]], dtype },
+            OutputSpec { shape: vec![q[0], q[1], q[2], 2], dtype: reference::compute_dtype(dtype) },
+        ]
     }
 }
 
@@ -329,8 +341,7 @@ impl Primitive for Attention {
 
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         super::arity(self.name(), inputs, self.params.forward_inputs())?;
-        let (q, v) = (inputs[0].shape(), inputs[2].shape());
-        super::one_output(vec![q[0], q[1], q[2], v[3]], inputs[0].dtype())
+        Ok(Attention::specs(inputs[0].shape(), inputs[2].shape(), inputs[0].dtype()))
     }
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
@@ -343,7 +354,7 @@ impl Primitive for Attention {
             return vjp_by_reference(&|xs| self.reference(xs), inputs, cotangents, argnums);
         }
         let mut args = inputs.to_vec();
-        args.extend([outputs[0].clone(), cotangents[0].clone()]);
+        args.extend([outputs[0].clone(), outputs[1].clone(), cotangents[0].clone()]);
         let mut specs = same_as(inputs, &[0, 1, 2]);
         let sinks = p.sinks.then(|| inputs.len() - 1);
         if let Some(s) = sinks {
@@ -372,7 +383,8 @@ impl Primitive for Attention {
 impl AttentionVjp {
     fn reference(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let n = self.params.forward_inputs();
-        let grads = backward_reference(&|xs| reference::attention_reference(&self.params, xs), inputs, n)?;
+        let forward = |xs: &[Array]| Ok(vec![reference::attention_reference(&self.params, xs)?.swap_remove(0)]);
+        let grads = backward_reference(&forward, inputs, n)?;
         let mut outs = grads[..3].to_vec();
         if self.params.sinks {
             outs.push(grads[n - 1].clone());
@@ -388,7 +400,7 @@ impl Primitive for AttentionVjp {
 
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         let n = self.params.forward_inputs();
-        super::arity(self.name(), inputs, n + 2)?;
+        super::arity(self.name(), inputs, n + 3)?;
         let mut which = vec![0, 1, 2];
         if self.params.sinks {
             which.push(n - 1);

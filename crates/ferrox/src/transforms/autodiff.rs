@@ -121,12 +121,9 @@ fn backward(tracers: &[Array], outputs: &[Array], cotangents: &[Option<Array>]) 
         }
         let out_arrays: Vec<Array> = siblings
             .iter()
-            .zip(&recipe.outputs)
-            .map(|(s, spec)| match s {
-                Some(a) => Ok(a.clone()),
-                None => ops::zeros(&spec.shape, spec.dtype),
-            })
-            .collect::<Result<_>>()?;
+            .enumerate()
+            .map(|(i, s)| s.clone().unwrap_or_else(|| recipe.output(i)))
+            .collect();
         let out_cots: Vec<Array> = outs
             .into_iter()
             .zip(&out_arrays)

@@ -192,10 +192,11 @@ fn with_dense_rows(
         .collect()
 }
 
-/// The forward pass: `[o]`.
+/// The forward pass: `[o, stats]` (each score row's max and log of its sum
+/// of exponentials past the max, in the compute type).
 pub(crate) fn attention(p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CpuBuffer>> {
     let (q, v) = (&inputs[0].1.shape, &inputs[2].1.shape);
-    let shapes = [vec![q[0], q[1], q[2], v[3]]];
+    let shapes = [vec![q[0], q[1], q[2], v[3]], vec![q[0], q[1], q[2], 2]];
     with_dense_rows(
         FastOp::Attention(*p),
         inputs,
@@ -220,20 +221,26 @@ fn forward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<V
     let v = typed_slice::<T>(inputs[2], inputs[2].1.size())?;
     let sinks: Option<Vec<T::C>> = sinks.map(|s| typed_slice::<T>(s, d.q_heads).map(widen_all)).transpose()?;
     let rows = d.batch * d.q_heads * d.queries;
-    let mut o = output_vec::<T>(rows * d.value_dim)?;
+    // Rows of o `width` apart (a scratch element each when dv is 0, so the
+    // rows still pair with their log-sum-exps).
+    let width = d.value_dim.max(1);
+    let mut o = output_vec::<T>(rows * width)?;
+    let mut stats = vec![T::C::zero(); rows * 2];
     let scale: T::C = cast(p.scale);
     let (kn, vn) = (d.keys * d.head_dim, d.keys * d.value_dim);
-    if rows > 0 && d.value_dim > 0 {
-        o.par_chunks_mut(d.queries * d.value_dim).enumerate().for_each(|(bh, o_bh)| {
+    if rows > 0 {
+        let heads = o.par_chunks_mut(d.queries * width).zip(stats.par_chunks_mut(d.queries * 2));
+        heads.enumerate().for_each(|(bh, (o_bh, stats_bh))| {
             let (b, h) = (bh / d.q_heads, bh % d.q_heads);
             let kv = b * d.kv_heads + h / d.group();
             let ks = widen_all(&k[kv * kn..(kv + 1) * kn]);
             let vs = widen_all(&v[kv * vn..(kv + 1) * vn]);
             let sink = sinks.as_ref().map(|s| s[h]);
-            o_bh.par_chunks_mut(ROWS_PER_TASK * d.value_dim).enumerate().for_each(|(task, o_rows)| {
+            let tasks = o_bh.par_chunks_mut(ROWS_PER_TASK * width).zip(stats_bh.par_chunks_mut(ROWS_PER_TASK * 2));
+            tasks.enumerate().for_each(|(task, (o_rows, stats_rows))| {
                 let mut scores = vec![T::C::zero(); d.keys];
                 let mut acc = vec![T::C::zero(); d.value_dim];
-                for (r, o_row) in o_rows.chunks_mut(d.value_dim).enumerate() {
+                for (r, row_stats) in stats_rows.chunks_mut(2).enumerate() {
                     let i = task * ROWS_PER_TASK + r;
                     let q_at = (bh * d.queries + i) * d.head_dim;
                     let qi = widen_all(&q[q_at..q_at + d.head_dim]);
@@ -250,14 +257,18 @@ fn forward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<V
                         sum = sum + w;
                         axpy(&mut acc, w, &vs[j * d.value_dim..(j + 1) * d.value_dim]);
                     }
+                    let o_row = &mut o_rows[r * width..r * width + d.value_dim];
                     for (out, &a) in o_row.iter_mut().zip(&acc) {
                         *out = T::narrow(a / sum);
                     }
+                    row_stats[0] = max;
+                    row_stats[1] = sum.ln();
                 }
             });
         });
     }
-    Ok(vec![T::into_buffer(o)])
+    o.truncate(rows * d.value_dim);
+    Ok(vec![T::into_buffer(o), <T::C as CpuElement>::into_buffer(stats)])
 }
 
 /// The backward pass: `[dq, dk, dv]` and the sinks' cotangent when present.
@@ -278,7 +289,8 @@ fn backward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<
     let m = masking::<T>(p, mask, &d)?;
     let base = p.forward_inputs();
     let slice = |i: usize| typed_slice::<T>(inputs[i], inputs[i].1.size());
-    let (q, k, v, o, g) = (slice(0)?, slice(1)?, slice(2)?, slice(base)?, slice(base + 1)?);
+    let (q, k, v, o, g) = (slice(0)?, slice(1)?, slice(2)?, slice(base)?, slice(base + 2)?);
+    let stats = typed_slice::<T::C>(inputs[base + 1], inputs[base + 1].1.size())?;
     let sinks: Option<Vec<T::C>> = sinks.map(|s| typed_slice::<T>(s, d.q_heads).map(widen_all)).transpose()?;
     let group = d.group();
     let (dh, dv_len) = (d.head_dim, d.value_dim);
@@ -317,21 +329,16 @@ fn backward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<
                         let gi = widen_all(&g[row * dv_len..(row + 1) * dv_len]);
                         let oi = widen_all(&o[row * dv_len..(row + 1) * dv_len]);
                         let delta = dot(&gi, &oi);
-                        // The row's scores and their log-sum-exp (the sink included).
-                        let mut max = sinks.as_ref().map_or(T::C::neg_infinity(), |s| s[h]);
+                        // The row's scores; its max and log-sum past the max
+                        // (the sink included) are the forward's.
                         for (j, sj) in scores.iter_mut().enumerate() {
                             *sj = m.apply(scale * dot(&qi, &ks[j * dh..(j + 1) * dh]), b, h, i, j);
-                            max = max.max(sj.0);
                         }
-                        let mut sum = sinks.as_ref().map_or(T::C::zero(), |s| (s[h] - max).exp());
-                        for &(s, _) in &scores {
-                            sum = sum + (s - max).exp();
-                        }
-                        let l = max + sum.ln();
+                        let (max, log_sum) = (stats[2 * row], stats[2 * row + 1]);
                         dq_row.iter_mut().for_each(|x| *x = T::C::zero());
                         for (j, &(s, hidden)) in scores.iter().enumerate() {
                             let kj = &ks[j * dh..(j + 1) * dh];
-                            let prob = (s - l).exp();
+                            let prob = (s - max - log_sum).exp();
                             axpy(&mut dv_acc[j * dv_len..(j + 1) * dv_len], prob, &gi);
                             if hidden {
                                 continue;
@@ -345,7 +352,7 @@ fn backward<T: Widen>(p: &AttentionParams, inputs: &[Input], _: &[T]) -> Result<
                             *x = T::narrow(a * scale);
                         }
                         if let Some(s) = &sinks {
-                            sink_grad[hg] = sink_grad[hg] - (s[h] - l).exp() * delta;
+                            sink_grad[hg] = sink_grad[hg] - (s[h] - max - log_sum).exp() * delta;
                         }
                     }
                 }

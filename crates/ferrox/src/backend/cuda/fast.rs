@@ -4,7 +4,7 @@
 
 use super::device::{driver_error, gpu};
 use super::kernels::Family;
-use super::launch::{grid_for, launch, resident_blocks, Args, BLOCK};
+use super::launch::{grid_for, launch, launch_with_shared, resident_blocks, Args, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::{AttentionMask, AttentionParams, FastOp, RopeParams};
@@ -47,10 +47,8 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
             let tensor_core = if matches!(dtype, Dtype::F16 | Dtype::BF16) { &MMA_HEAD_DIMS[..] } else { &[] };
             HEAD_BUCKETS
                 .iter()
-                .flat_map(|d| {
-                    [format!("attention_fwd_{d}"), format!("attention_lse_{d}"), format!("attention_bwd_{d}")]
-                })
-                .chain(tensor_core.iter().flat_map(|d| ["fwd", "lse", "bwd"].map(|k| format!("attention_{k}_mma_{d}"))))
+                .flat_map(|d| [format!("attention_fwd_{d}"), format!("attention_bwd_{d}")])
+                .chain(tensor_core.iter().flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_mma_{d}"))))
                 .chain(DECODE_HEAD_DIMS.iter().map(|d| format!("attention_decode_{d}")))
                 .chain(["attention_delta", "attention_cast", "attention_decode_combine"].map(String::from))
                 .collect()
@@ -407,6 +405,19 @@ const ATTN_ROWS: usize = 32;
 /// Rows of queries each tensor-core attention block handles.
 const MMA_ROWS: usize = 64;
 
+/// Keys each tensor-core backward block handles (`FX_BWD_KEYS`).
+const MMA_BWD_KEYS: usize = 128;
+
+/// The dynamic shared memory of `attention_bwd_mma_<d>` (`FX_BWD_SMEM`):
+/// the block's keys, two buffers each of a 32-query tile of q and do, dS,
+/// and two buffers each of the tile's row statistics (two floats a row)
+/// and deltas.
+fn mma_bwd_shared_bytes(d: usize) -> u32 {
+    const QT: usize = 32;
+    let pitch = d + 8;
+    ((MMA_BWD_KEYS * pitch + 4 * QT * pitch + QT * (MMA_BWD_KEYS + 8)) * 2 + 6 * QT * 4) as u32
+}
+
 fn attention_forward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CudaStorage>> {
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
     let dtype = q.0.dtype();
@@ -422,10 +433,11 @@ fn attention_forward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) 
         ..AttnLayout::default()
     };
     let o = CudaStorage::alloc(dtype, rows * n.dv as usize, s)?;
-    if !decode(s, p, inputs, &n, &layout, rows, &o)? {
-        run_forward(s, p, inputs, &n, &layout, ForwardOut::O(o.ptr_at(0)))?;
+    let stats = CudaStorage::alloc(compute(dtype), rows * 2, s)?;
+    if !decode(s, p, inputs, &n, &layout, rows, &o, &stats)? {
+        run_forward(s, p, inputs, &n, &layout, o.ptr_at(0), stats.ptr_at(0))?;
     }
-    Ok(vec![o])
+    Ok(vec![o, stats])
 }
 
 /// Whether the tensor-core kernels serve a problem: float16 or bfloat16,
@@ -439,8 +451,10 @@ fn tensor_core(dtype: Dtype, n: &AttnDims, layout: &AttnLayout, ptrs: &[u64]) ->
         && layout.aligned(dtype)
 }
 
-/// The split-K decode path for few query rows over many keys: returns
-/// whether it ran (otherwise the tiled kernels serve the problem).
+/// The split-K decode path for few query rows over many keys (writing o
+/// and the row statistics): returns whether it ran (otherwise the tiled
+/// kernels serve the problem).
+#[allow(clippy::too_many_arguments)]
 fn decode(
     s: &Arc<GpuStream>,
     p: &AttentionParams,
@@ -449,6 +463,7 @@ fn decode(
     layout: &AttnLayout,
     rows: usize,
     o: &CudaStorage,
+    stats: &CudaStorage,
 ) -> Result<bool> {
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
     let dtype = q.0.dtype();
@@ -497,6 +512,7 @@ fn decode(
         .arg(part_ml.ptr_at(0))
         .arg(sinks)
         .arg(o.ptr_at(0))
+        .arg(stats.ptr_at(0))
         .arg(rows as i64)
         .arg(chunks as i32)
         .arg(n.d)
@@ -508,26 +524,17 @@ fn decode(
     Ok(true)
 }
 
-/// What a forward launch writes: the output (`attention_fwd`) or each
-/// row's log-sum-exp (`attention_lse`, for the backward pass).
-enum ForwardOut {
-    O(u64),
-    Lse(u64),
-}
-
-/// Launches the forward kernel that writes `out` over the forward inputs.
+/// Launches the tiled forward kernel, which writes o and each row's
+/// statistics (`stats`: max and log-sum past it, compute type, contiguous).
 fn run_forward(
     s: &Arc<GpuStream>,
     p: &AttentionParams,
     inputs: &[Input],
     n: &AttnDims,
     layout: &AttnLayout,
-    out: ForwardOut,
+    o: u64,
+    stats: u64,
 ) -> Result<()> {
-    let (kernel, o, lse) = match out {
-        ForwardOut::O(o) => ("fwd", o, 0),
-        ForwardOut::Lse(lse) => ("lse", 0, lse),
-    };
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
     let dtype = q.0.dtype();
     let bh = n.batch as usize * n.q_heads as usize;
@@ -546,15 +553,15 @@ fn run_forward(
         .arg(kind)
         .arg(sinks)
         .arg(o)
-        .arg(lse)
+        .arg(stats)
         .arg(*n)
         .arg(*layout)
         .arg(p.scale)
         .arg(fill);
     let (kernel, rows) = if tensor_core(dtype, n, layout, &[ptr(q), ptr(k), ptr(v), o]) {
-        (format!("attention_{kernel}_mma_{}", n.d), MMA_ROWS)
+        (format!("attention_fwd_mma_{}", n.d), MMA_ROWS)
     } else {
-        (format!("attention_{kernel}_{}", bucket(n)?), ATTN_ROWS)
+        (format!("attention_fwd_{}", bucket(n)?), ATTN_ROWS)
     };
     let grid = ((n.queries as usize).div_ceil(rows) as u32, heads_extent(bh)?, 1);
     launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)
@@ -564,7 +571,7 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
     const OP: &str = "scaled_dot_product_attention_vjp";
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
     let base = p.forward_inputs();
-    let (o, dout) = (inputs[base], inputs[base + 1]);
+    let (o, stats, dout) = (inputs[base], inputs[base + 1], inputs[base + 2]);
     let dtype = q.0.dtype();
     let tc = compute(dtype);
     let n = attn_dims(q, k, v)?;
@@ -586,15 +593,13 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
     let dq = CudaStorage::alloc(dtype, q.1.size(), s)?;
     let dq_acc = zeroed(tc, q.1.size(), s, OP)?;
     let delta = CudaStorage::alloc(tc, rows, s)?;
-    let lse = CudaStorage::alloc(tc, rows, s)?;
-    run_forward(s, p, inputs, &n, &layout, ForwardOut::Lse(lse.ptr_at(0)))?;
     let dsinks_acc = zeroed(tc, if p.sinks { n.q_heads as usize } else { 0 }, s, OP)?;
     let sinks = if p.sinks { ptr(inputs[base - 1]) } else { 0 };
     if rows > 0 {
         let args = Args::new()
             .arg(ptr(o))
             .arg(ptr(dout))
-            .arg(lse.ptr_at(0))
+            .arg(ptr(stats))
             .arg(sinks)
             .arg(delta.ptr_at(0))
             .arg(dsinks_acc.ptr_at(0))
@@ -617,7 +622,7 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(mask)
             .arg(strides)
             .arg(kind)
-            .arg(lse.ptr_at(0))
+            .arg(ptr(stats))
             .arg(delta.ptr_at(0))
             .arg(ptr(dout))
             .arg(dq_acc.ptr_at(0))
@@ -628,13 +633,17 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(p.scale)
             .arg(fill);
         let ptrs = [ptr(q), ptr(k), ptr(v), ptr(dout), dk.ptr_at(0), dv.ptr_at(0)];
-        let (kernel, keys_per_block) = if tensor_core(dtype, &n, &layout, &ptrs) {
-            (format!("attention_bwd_mma_{}", n.d), MMA_ROWS)
+        let blocks = heads_extent(kv_blocks)?;
+        if tensor_core(dtype, &n, &layout, &ptrs) {
+            let kernel = format!("attention_bwd_mma_{}", n.d);
+            let grid = ((n.keys as usize).div_ceil(MMA_BWD_KEYS) as u32, blocks, 1);
+            let shared = mma_bwd_shared_bytes(n.d as usize);
+            launch_with_shared(Family::Attention, dtype, &kernel, grid, (256, 1, 1), shared, s, args)?;
         } else {
-            (format!("attention_bwd_{}", bucket(&n)?), ATTN_ROWS)
-        };
-        let grid = ((n.keys as usize).div_ceil(keys_per_block) as u32, heads_extent(kv_blocks)?, 1);
-        launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)?;
+            let kernel = format!("attention_bwd_{}", bucket(&n)?);
+            let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, blocks, 1);
+            launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)?;
+        }
     }
     let q_rows = (n.d, n.queries, n.q_heads, layout.dq);
     cast(s, dtype, &dq_acc, &dq, q_rows)?;

@@ -212,6 +212,17 @@ pub fn binary_kernel_names(op: BinaryOp) -> Vec<String> {
     ["vv", "sv", "vs", "strided", "kv", "vk"].iter().map(|v| format!("{}_{v}", op.name())).collect()
 }
 
+/// For kernel development on a GPU machine without rebuilding ferrox: where
+/// `FERROX_KERNEL_SOURCE_DIR` names a folder holding `<family>.cu` (e.g.
+/// `attention.cu`), that file replaces the family's embedded source (the
+/// prelude stays embedded; the reduce family's file must hold
+/// `reduce_folds.cuh` too). The kernel cache keys on the source, so an edit
+/// recompiles.
+fn source_override(family: Family) -> Option<String> {
+    let dir = std::env::var_os("FERROX_KERNEL_SOURCE_DIR")?;
+    std::fs::read_to_string(std::path::Path::new(&dir).join(format!("{}.cu", family.name()))).ok()
+}
+
 /// A module's source: the dtype define, the prelude, then `body`.
 pub(crate) fn with_prelude(dtype: Dtype, body: &[&str]) -> String {
     let mut source = format!("#define FX_DTYPE_{} 1\n", dtype_tag(dtype).to_ascii_uppercase());
@@ -246,7 +257,10 @@ impl Module {
     /// The module's full source.
     pub fn source(self) -> String {
         match self {
-            Module::Family(f, d) => with_prelude(d, &[f.source()]),
+            Module::Family(f, d) => match source_override(f) {
+                Some(text) => with_prelude(d, &[&text]),
+                None => with_prelude(d, &[f.source()]),
+            },
             Module::Unary(op, d) => with_prelude(d, &[UNARY_OPS, UNARY, &unary_instantiation(op)]),
             Module::Binary(op, d) => with_prelude(d, &[BINARY_OPS, BINARY, &binary_instantiation(op)]),
             Module::Scan(op, d) => {

@@ -124,6 +124,30 @@ pub(crate) fn launch(
     launch_in(Module::Family(family, dtype), name, grid, block, stream, args)
 }
 
+/// [`launch`] with `shared` bytes of dynamic shared memory (raising the
+/// kernel's limit first where it exceeds the default 48 KiB).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_with_shared(
+    family: Family,
+    dtype: Dtype,
+    name: &str,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared: u32,
+    stream: &GpuStream,
+    args: Args,
+) -> Result<()> {
+    let f = function(Module::Family(family, dtype), name)?;
+    if shared > 48 * 1024 {
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: `f` is a loaded function; the call sets one attribute.
+        unsafe { sys::cuFuncSetAttribute(f, attribute, shared as i32) }.result().map_err(driver_error("shared memory"))?;
+    }
+    // SAFETY: the argument list matches the kernel's signature (each caller
+    // mirrors the ABI documented in the kernel file).
+    unsafe { launch_function(f, grid, block, shared, stream, args) }
+}
+
 /// Launches kernel `name` of `module` on `stream`.
 pub(crate) fn launch_in(
     module: Module,

@@ -1,10 +1,9 @@
 // attention.cu: fused scaled dot-product attention (backend/fast_op.rs),
 // forward and backward, for the real float module dtypes T, computing in
 // TC. The twin of backend/cpu/attention.rs. No score matrix is stored: the
-// forward pass keeps a running max and sum per query row (online softmax);
-// the backward pass first recomputes each row's log-sum-exp (the forward
-// kernel without the values) and then the probabilities from it
-// (FlashAttention-2's split).
+// forward pass keeps a running max and sum per query row (online softmax)
+// and writes each row's log-sum-exp beside o; the backward pass recomputes
+// the probabilities from it (FlashAttention-2's split).
 //
 // Shapes: q (B, Hq, Lq, d), k (B, Hk, Lk, d), v (B, Hk, Lk, dv); Hq is a
 // multiple of Hk. Every (B, H, L, ·) operand, input or output, is "head
@@ -16,13 +15,15 @@
 // null, holds one logit per query head. The head-dimension bucket D (32,
 // 64, 128 or 256) bounds d and dv; G threads share each query row (or key
 // row) and hold every G-th feature.
-//   attention_fwd_<D>(q, k, v, mask, ms, kind, sinks, o, lse, FxAttnDims, FxAttnLayout, scale, fill)
-//       grid (ceil(Lq / 32), B * Hq), block 128; writes o (lse is unused)
-//   attention_lse_<D>(same arguments): writes only lse, TC (B, Hq, Lq)
-//   attention_delta(o, dout, lse, sinks, delta, dsinks, rows, dv, Lq, Hq, o rows, dout rows)
-//       delta[r] = dot(o[r], dout[r]); dsinks[h] -= exp(sink[h] - lse[r]) * delta[r]
+//   attention_fwd_<D>(q, k, v, mask, ms, kind, sinks, o, stats, FxAttnDims, FxAttnLayout, scale, fill)
+//       grid (ceil(Lq / 32), B * Hq), block 128; writes o and stats, TC
+//       (B, Hq, Lq, 2) contiguous: each row's max score m and
+//       log(sum(exp(s - m))), the sink counted in both (kept apart: their
+//       sum loses the second where every score is the mask's fill)
+//   attention_delta(o, dout, stats, sinks, delta, dsinks, rows, dv, Lq, Hq, o rows, dout rows)
+//       delta[r] = dot(o[r], dout[r]); dsinks[h] -= p(sink[h]) * delta[r]
 //       (dsinks zeroed beforehand); one warp per row, any grid, blockDim 256
-//   attention_bwd_<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, FxAttnDims, FxAttnLayout,
+//   attention_bwd_<D>(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, FxAttnDims, FxAttnLayout,
 //                     scale, fill)
 //       grid (ceil(Lk / 32), B * Hk), block 128; dq_acc is TC, contiguous
 //       (zeroed beforehand) and receives scale * dS K by atomic adds
@@ -95,10 +96,10 @@ struct FxAttnTile {
     static constexpr int KT = (int)(16384 / (2 * D * sizeof(T))) < 32 ? (int)(16384 / (2 * D * sizeof(T))) : 32;
 };
 
-// OUT: accumulate and write o; otherwise only each row's log-sum-exp.
-template <int D, bool OUT>
+// Writes o and each row's log-sum-exp.
+template <int D>
 __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, const void* mask,
-                                            const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* lse,
+                                            const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* stats,
                                             const FxAttnDims& n, const FxAttnLayout& L, float scale, double fill_) {
     constexpr int G = FX_ATTN_G, M = D / G, KT = FxAttnTile<D>::KT;
     __shared__ T ks[KT][D];
@@ -151,25 +152,21 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
         const TC new_max = fmax(mx, tile_max);
         const TC alpha = mx == -fx_attn_inf() ? (TC)0 : fx_exp(mx - new_max);
         l *= alpha;
-        if (OUT) {
 #pragma unroll
-            for (int m = 0; m < M; ++m) acc[m] *= alpha;
-        }
+        for (int m = 0; m < M; ++m) acc[m] *= alpha;
 #pragma unroll
         for (int jj = 0; jj < KT; ++jj) {
             const TC p = s[jj] == -fx_attn_inf() ? (TC)0 : fx_exp(s[jj] - new_max);
             l += p;
-            if (OUT) {
 #pragma unroll
-                for (int m = 0; m < M; ++m) acc[m] += p * fx_to_c(vs[jj][c + G * m]);
-            }
+            for (int m = 0; m < M; ++m) acc[m] += p * fx_to_c(vs[jj][c + G * m]);
         }
         mx = new_max;
     }
     if (!active) return;
-    if (!OUT) {
-        if (c == 0) lse[(long long)bh * n.queries + i] = mx + fx_log(l);
-        return;
+    if (c == 0) {
+        stats[((long long)bh * n.queries + i) * 2] = mx;
+        stats[((long long)bh * n.queries + i) * 2 + 1] = fx_log(l);
     }
     T* orow = o + fx_row(L.o, b, h, i);
 #pragma unroll
@@ -179,7 +176,7 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
     }
 }
 
-extern "C" __global__ void attention_delta(const T* o, const T* dout, const TC* lse, const T* sinks, TC* delta,
+extern "C" __global__ void attention_delta(const T* o, const T* dout, const TC* stats, const T* sinks, TC* delta,
                                            TC* dsinks, long long rows, int dv, int queries, int q_heads, FxRows os,
                                            FxRows gs) {
     const long long warps = fx_thread_count() >> 5;
@@ -195,7 +192,7 @@ extern "C" __global__ void attention_delta(const T* o, const T* dout, const TC* 
         if (lane == 0) {
             delta[r] = acc;
             if (sinks) {
-                atomicAdd(dsinks + h, -fx_exp(fx_to_c(sinks[h]) - lse[r]) * acc);
+                atomicAdd(dsinks + h, -fx_exp(fx_to_c(sinks[h]) - stats[2 * r] - stats[2 * r + 1]) * acc);
             }
         }
     }
@@ -206,13 +203,13 @@ extern "C" __global__ void attention_delta(const T* o, const T* dout, const TC* 
 
 template <int D>
 __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, const void* mask,
-                                            const FxAttnStrides& ms, int kind, const TC* lse, const TC* delta,
+                                            const FxAttnStrides& ms, int kind, const TC* stats, const TC* delta,
                                             const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
                                             const FxAttnLayout& L, float scale, double fill_) {
     constexpr int G = FX_ATTN_G, M = D / G, QT = FX_ATTN_QT;
     __shared__ T qs[QT][D];
     __shared__ T gs[QT][D];
-    __shared__ TC lse_s[QT], delta_s[QT];
+    __shared__ TC max_s[QT], log_sum_s[QT], delta_s[QT];
     __shared__ TC ds_s[QT][FX_ATTN_ROWS + 1];
     const TC fill = (TC)fill_;
     const int kvb = blockIdx.y, b = kvb / n.kv_heads, kvh = kvb % n.kv_heads;
@@ -247,7 +244,8 @@ __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, 
             }
             if (threadIdx.x < QT) {
                 const int i = i0 + threadIdx.x;
-                lse_s[threadIdx.x] = i < n.queries ? lse[row0 + i] : (TC)0;
+                max_s[threadIdx.x] = i < n.queries ? stats[(row0 + i) * 2] : (TC)0;
+                log_sum_s[threadIdx.x] = i < n.queries ? stats[(row0 + i) * 2 + 1] : (TC)0;
                 delta_s[threadIdx.x] = i < n.queries ? delta[row0 + i] : (TC)0;
             }
             __syncthreads();
@@ -264,7 +262,7 @@ __device__ __forceinline__ void fx_attn_bwd(const T* q, const T* k, const T* v, 
                 bool hidden = false;
                 const bool valid = active && i < n.queries;
                 if (valid) s = fx_attn_mask(s, kind, mask, ms, b, h, i, j, shift, fill, hidden);
-                const TC p = valid ? fx_exp(s - lse_s[ii]) : (TC)0;
+                const TC p = valid ? fx_exp(s - max_s[ii] - log_sum_s[ii]) : (TC)0;
                 const TC ds = valid && !hidden ? p * (dp - delta_s[ii]) : (TC)0;
 #pragma unroll
                 for (int m = 0; m < M; ++m) {
@@ -306,19 +304,14 @@ extern "C" __global__ void attention_cast(const TC* acc, T* out, long long n, in
 #define FX_ATTN_KERNELS(D)                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) attention_fwd_##D(                                            \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
-        fx_attn_fwd<D, true>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                            \
-    }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(128) attention_lse_##D(                                            \
-        const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
-        fx_attn_fwd<D, false>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                           \
+        TC* stats, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                        \
+        fx_attn_fwd<D>(q, k, v, mask, ms, kind, sinks, o, stats, n, L, scale, fill);                                \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(128) attention_bwd_##D(                                            \
-        const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* lse,             \
+        const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* stats,           \
         const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, FxAttnLayout L, float scale,        \
         double fill) {                                                                                              \
-        fx_attn_bwd<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, n, L, scale, fill);               \
+        fx_attn_bwd<D>(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, n, L, scale, fill);             \
     }
 
 FX_ATTN_KERNELS(32)
@@ -336,8 +329,9 @@ FX_ATTN_KERNELS(256)
 //   attention_decode_<D>(q, k, v, mask, ms, kind, part_acc, part_ml, FxAttnDims, FxAttnLayout, scale, fill, chunk)
 //       grid (chunks, B * Hq * Lq), block 128; d == dv == D in {64, 128, 256};
 //       part_acc TC [chunks][rows][D], part_ml TC [chunks][rows][2]
-//   attention_decode_combine(part_acc, part_ml, sinks, o, rows, chunks, D, queries, q_heads, o rows)
-//       one thread per output element, any grid, blockDim 256
+//   attention_decode_combine(part_acc, part_ml, sinks, o, stats, rows, chunks, D, queries, q_heads, o rows)
+//       one thread per output element (the first of each row also writes
+//       its statistics), any grid, blockDim 256
 
 #define FX_DEC_GROUPS 16
 
@@ -435,8 +429,8 @@ __device__ __forceinline__ void fx_attn_decode(const T* q, const T* k, const T* 
 }
 
 extern "C" __global__ void attention_decode_combine(const TC* part_acc, const TC* part_ml, const T* sinks, T* o,
-                                                    long long rows, int chunks, int d, int queries, int q_heads,
-                                                    FxRows os) {
+                                                    TC* stats, long long rows, int chunks, int d, int queries,
+                                                    int q_heads, FxRows os) {
     for (long long e = fx_thread_id(); e < rows * d; e += fx_thread_count()) {
         const long long row = e / d;
         const int f = (int)(e % d);
@@ -453,6 +447,10 @@ extern "C" __global__ void attention_decode_combine(const TC* part_acc, const TC
         }
         const long long bh = row / queries;
         o[fx_row(os, (int)(bh / q_heads), (int)(bh % q_heads), row % queries) + f] = fx_from_c(acc / l);
+        if (f == 0) {
+            stats[row * 2] = mx;
+            stats[row * 2 + 1] = fx_log(l);
+        }
     }
 }
 
@@ -468,25 +466,36 @@ FX_ATTN_DECODE_KERNEL(128)
 FX_ATTN_DECODE_KERNEL(256)
 
 // ---------------------------------------------------------------------------
-// Tensor-core forward pass (float16, bfloat16; d == dv == D in {64, 128}):
-// FlashAttention-2's layout. Each warp owns 16 query rows; a block of 4
-// warps walks 64-key tiles of K and V staged in shared memory. S = Q K^T and
-// O += P V run on mma.sync m16n8k16 with float32 accumulators; the
-// probabilities P stay in registers (the accumulator layout of S is the
-// operand layout of P). Masks, sinks and fully hidden rows behave as in
-// fx_attn_fwd.
+// Tensor-core kernels (float16, bfloat16; d == dv == D in {64, 128}):
+// FlashAttention-2's layout on mma.sync m16n8k16 with float32 accumulators,
+// tiles staged in shared memory by cp.async so that the next tile's loads
+// overlap the current tile's products. Masks, sinks and fully hidden rows
+// behave as in fx_attn_fwd; mask arithmetic runs only on tiles that a
+// causal boundary, the end of the keys or a mask tensor reaches.
 //   attention_fwd_mma_<D>(same arguments as attention_fwd_<D>)
-//   attention_lse_mma_<D>(same arguments): only the log-sum-exp of each row
-//       grid (ceil(Lq / 64), B * Hq), block 128
+//       grid (ceil(Lq / 64), B * Hq), block 128: each warp owns 16 query
+//       rows and walks 64-key tiles; P stays in registers (S's accumulator
+//       layout is P's operand layout). Row blocks run last-first, so the
+//       long causal rows start early.
 //   attention_bwd_mma_<D>(same arguments as attention_bwd_<D>)
-//       grid (ceil(Lk / 64), B * Hk), block 128: each warp owns 16 keys and
-//       walks 32-query tiles; dK and dV stay in registers, dQ is added
-//       atomically (scale * dS K) into dq_acc
+//       grid (ceil(Lk / 128), B * Hk), block 256, FX_BWD_SMEM(D) bytes of
+//       dynamic shared memory: each warp owns 16 keys and walks the 32-query
+//       tiles that see them, the next tile's q and do prefetched; dK and dV
+//       stay in registers, dQ is added atomically (scale * dS K) into dq_acc
 
 #if FX_IS_HALF
 
 #define FX_MMA_ROWS 64
 #define FX_MMA_KEYS 64
+#define FX_BWD_KEYS 128
+#define FX_BWD_QT 32
+
+// Dynamic shared memory of attention_bwd_mma_<D>: K [128][D + 8], two
+// buffers each of q and do [32][D + 8], dS [32][136] (16-bit elements),
+// then two buffers each of the row statistics [32][2] and delta [32]
+// (floats).
+#define FX_BWD_SMEM(D) \
+    ((FX_BWD_KEYS * ((D) + 8) + 4 * FX_BWD_QT * ((D) + 8) + FX_BWD_QT * (FX_BWD_KEYS + 8)) * 2 + 6 * FX_BWD_QT * 4)
 
 // c += a b for one m16n8k16 tile (a: 4 registers of 2 elements, b: 2).
 __device__ __forceinline__ void fx_mma(float* c, const unsigned* a, const unsigned* b) {
@@ -505,29 +514,78 @@ __device__ __forceinline__ void fx_mma(float* c, const unsigned* a, const unsign
 #endif
 }
 
-// Two 8x8 tiles of 16-bit elements from shared memory, transposed: lanes
-// 0-7 address the rows of the first tile, lanes 8-15 those of the second.
-__device__ __forceinline__ void fx_ldmatrix_x2_trans(unsigned* r, const unsigned short* row) {
+// Four 8x8 tiles of 16-bit elements from shared memory: lanes 8m .. 8m + 7
+// address the rows of tile m; register m holds, in each lane l, elements
+// (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of tile m (with `.trans`,
+// of its transpose).
+__device__ __forceinline__ void fx_ldmatrix_x4(unsigned* r, const unsigned short* row) {
     const unsigned addr = (unsigned)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
+
+__device__ __forceinline__ void fx_ldmatrix_x4_trans(unsigned* r, const unsigned short* row) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// Asynchronous copy of 16 (or `N`) bytes to shared memory; zeros when
+// `valid` is false (`src` must still be a mapped address).
+template <int N>
+__device__ __forceinline__ void fx_cp_async(void* dst, const void* src, bool valid) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(dst);
+    if (N == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src), "r"(valid ? 16 : 0));
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(addr), "l"(src), "n"(N),
+                     "r"(valid ? N : 0));
+    }
+}
+
+__device__ __forceinline__ void fx_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits for every copy this thread issued.
+__device__ __forceinline__ void fx_cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
 // Two floats rounded to T and packed low-first into one register.
 __device__ __forceinline__ unsigned fx_pack2(float lo, float hi) {
     return (unsigned)fx_from_c(lo).bits | ((unsigned)fx_from_c(hi).bits << 16);
 }
 
-// Elements (i, i + 1) of a row of T as one register (zero past `limit`).
+// Elements (i, i + 1) of a row of T as one register (zero when not `valid`).
 __device__ __forceinline__ unsigned fx_load2(const T* row, int i, bool valid) {
     return valid ? *reinterpret_cast<const unsigned*>(row + i) : 0u;
 }
 
-// OUT: write o; otherwise only each row's log-sum-exp (into lse).
-template <int D, bool OUT>
+// Rows [r0, r0 + R) of a head-row operand (row stride `stride` elements)
+// into shared rows of `pitch` elements, by `threads` threads; rows at or past
+// `limit` read as zeros.
+template <int R, int D>
+__device__ __forceinline__ void fx_stage_rows(unsigned short* dst, int pitch, const T* base, long long stride, int r0,
+                                              int limit, int threads) {
+    for (int e = threadIdx.x; e < R * D / 8; e += threads) {
+        const int r = e / (D / 8), c = (e % (D / 8)) * 8, i = r0 + r;
+        const bool ok = i < limit;
+        fx_cp_async<16>(&dst[r * pitch + c], base + (long long)(ok ? i : 0) * stride + c, ok);
+    }
+}
+
+// dst[0] += a, dst[1] += b (one vector reduction where the GPU has it).
+__device__ __forceinline__ void fx_red_add2(float* dst, float a, float b) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+    atomicAdd(dst, a);
+    atomicAdd(dst + 1, b);
+#endif
+}
+
+template <int D>
 __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T* v, const void* mask,
-                                                const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* lse,
+                                                const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* stats,
                                                 const FxAttnDims& n, const FxAttnLayout& L, float scale,
                                                 double fill_) {
     constexpr int KS = FX_MMA_KEYS, KP = D + 8;
@@ -541,7 +599,8 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
     const int bh = blockIdx.y, b = bh / n.q_heads, h = bh % n.q_heads;
     const int kvh = h / (n.q_heads / n.kv_heads);
     const int shift = n.keys - n.queries;
-    const int q0 = blockIdx.x * FX_MMA_ROWS + warp * 16;
+    const int first_row = (gridDim.x - 1 - blockIdx.x) * FX_MMA_ROWS;
+    const int q0 = first_row + warp * 16;
     const int r0 = q0 + g, r1 = q0 + g + 8;
     const bool in0 = r0 < n.queries, in1 = r1 < n.queries;
     const T* qrow0 = q + fx_row(L.q, b, h, in0 ? r0 : 0);
@@ -562,47 +621,57 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
     float m0 = sink, m1 = sink;
     // Per-thread partial sums of the two rows (the sink's share counted once, by t4 == 0).
     float l0 = sinks && t4 == 0 ? 1.f : 0.f, l1 = l0;
+    // Causal: keys past the block's last row are hidden for every row, and
+    // skipping them is exact when every row sees at least one key.
     int kend = n.keys;
-    const int first_row = blockIdx.x * FX_MMA_ROWS;
     if (kind == 1 && first_row + shift >= 0) kend = min(n.keys, first_row + FX_MMA_ROWS + shift);
     const T* kb = k + fx_row(L.k, b, kvh, 0);
     const T* vb = v + fx_row(L.v, b, kvh, 0);
+    if (kend > 0) {
+        fx_stage_rows<KS, D>(ks, KP, kb, L.k.r, 0, n.keys, 128);
+        fx_cp_async_commit();
+    }
     for (int j0 = 0; j0 < kend; j0 += KS) {
+        // K lands; every warp is done with the previous tile's V.
+        fx_cp_async_wait_all();
         __syncthreads();
-        for (int e = threadIdx.x; e < KS * D / 8; e += blockDim.x) {
-            const int r = e / (D / 8), c = (e % (D / 8)) * 8, j = j0 + r;
-            uint4 kw = make_uint4(0, 0, 0, 0), vw = make_uint4(0, 0, 0, 0);
-            if (j < n.keys) {
-                kw = *reinterpret_cast<const uint4*>(kb + (long long)j * L.k.r + c);
-                vw = *reinterpret_cast<const uint4*>(vb + (long long)j * L.v.r + c);
-            }
-            *reinterpret_cast<uint4*>(&ks[r * KP + c]) = kw;
-            *reinterpret_cast<uint4*>(&vs[r * KP + c]) = vw;
-        }
-        __syncthreads();
+        fx_stage_rows<KS, D>(vs, KP, vb, L.v.r, j0, n.keys, 128);
+        fx_cp_async_commit();
         float s[KS / 8][4];
 #pragma unroll
         for (int nb = 0; nb < KS / 8; ++nb) {
             s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                const unsigned short* kr = &ks[(nb * 8 + g) * KP + kk * 16 + t4 * 2];
-                unsigned bf[2] = {*reinterpret_cast<const unsigned*>(kr), *reinterpret_cast<const unsigned*>(kr + 8)};
-                fx_mma(s[nb], qa[kk], bf);
+            for (int kk = 0; kk < D / 16; kk += 2) {
+                // Keys nb*8.., features kk*16 + {0, 8, 16, 24}: B operands of steps kk and kk + 1.
+                unsigned kf[4];
+                fx_ldmatrix_x4(kf, &ks[(nb * 8 + (lane & 7)) * KP + kk * 16 + (lane >> 3) * 8]);
+                fx_mma(s[nb], qa[kk], kf);
+                fx_mma(s[nb], qa[kk + 1], kf + 2);
             }
         }
+        // V lands; every warp is done with K, which the next tile's copy overwrites.
+        fx_cp_async_wait_all();
+        __syncthreads();
+        if (j0 + KS < kend) {
+            fx_stage_rows<KS, D>(ks, KP, kb, L.k.r, j0 + KS, n.keys, 128);
+            fx_cp_async_commit();
+        }
+        const bool edge = kind >= 2 || j0 + KS > n.keys || (kind == 1 && j0 + KS - 1 > q0 + shift);
         float tmax0 = -inf, tmax1 = -inf;
 #pragma unroll
         for (int nb = 0; nb < KS / 8; ++nb) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const int i = e < 2 ? r0 : r1, j = j0 + nb * 8 + t4 * 2 + (e & 1);
                 float x = s[nb][e] * scale;
-                if (j >= n.keys) {
-                    x = -inf;
-                } else if (kind != 0) {
-                    bool hidden;
-                    x = fx_attn_mask(x, kind, mask, ms, b, h, min(i, n.queries - 1), j, shift, fill, hidden);
+                if (edge) {
+                    const int i = e < 2 ? r0 : r1, j = j0 + nb * 8 + t4 * 2 + (e & 1);
+                    if (j >= n.keys) {
+                        x = -inf;
+                    } else if (kind != 0) {
+                        bool hidden;
+                        x = fx_attn_mask(x, kind, mask, ms, b, h, min(i, n.queries - 1), j, shift, fill, hidden);
+                    }
                 }
                 s[nb][e] = x;
                 if (e < 2) tmax0 = fmaxf(tmax0, x);
@@ -619,7 +688,6 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
         l1 *= a1;
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb) {
-            if (!OUT) break;
             acc[nb][0] *= a0;
             acc[nb][1] *= a0;
             acc[nb][2] *= a1;
@@ -636,17 +704,18 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
         }
         m0 = n0;
         m1 = n1;
-        if (!OUT) continue;
 #pragma unroll
         for (int kk = 0; kk < KS / 16; ++kk) {
             unsigned pa[4] = {fx_pack2(s[2 * kk][0], s[2 * kk][1]), fx_pack2(s[2 * kk][2], s[2 * kk][3]),
                               fx_pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), fx_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-            for (int nb = 0; nb < D / 8; ++nb) {
-                // V is [key][feature]: the transposing load gives the operand's layout.
-                unsigned bf[2];
-                fx_ldmatrix_x2_trans(bf, &vs[(kk * 16 + (lane & 15)) * KP + nb * 8]);
-                fx_mma(acc[nb], pa, bf);
+            for (int nb = 0; nb < D / 8; nb += 2) {
+                // V is [key][feature]: the transposing load gives the operands
+                // of feature blocks nb and nb + 1.
+                unsigned vf[4];
+                fx_ldmatrix_x4_trans(vf, &vs[(kk * 16 + (lane & 15)) * KP + (nb + (lane >> 4)) * 8]);
+                fx_mma(acc[nb], pa, vf);
+                fx_mma(acc[nb + 1], pa, vf + 2);
             }
         }
     }
@@ -654,11 +723,8 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    if (!OUT) {
-        if (t4 == 0 && in0) lse[(long long)bh * n.queries + r0] = m0 + logf(l0);
-        if (t4 == 0 && in1) lse[(long long)bh * n.queries + r1] = m1 + logf(l1);
-        return;
-    }
+    if (t4 == 0 && in0) *reinterpret_cast<float2*>(stats + ((long long)bh * n.queries + r0) * 2) = make_float2(m0, logf(l0));
+    if (t4 == 0 && in1) *reinterpret_cast<float2*>(stats + ((long long)bh * n.queries + r1) * 2) = make_float2(m1, logf(l1));
     T* o0 = o + fx_row(L.o, b, h, r0);
     T* o1 = o + fx_row(L.o, b, h, r1);
 #pragma unroll
@@ -669,45 +735,75 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
     }
 }
 
+// The query tiles a backward block visits, in order: (query head of the
+// group, first row), skipping causal tiles that see none of the block's keys
+// (exact when each of their rows sees some key).
+struct FxBwdTiles {
+    int group, queries, shift, j0;
+    bool causal;
 
-// A 16x16 tile of 16-bit elements from shared memory as an mma A operand:
-// lanes 0-15 address rows 0-15 at column 0, lanes 16-31 at column 8.
-__device__ __forceinline__ void fx_ldmatrix_x4(unsigned* r, const unsigned short* row) {
-    const unsigned addr = (unsigned)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-#define FX_MMA_QT 32
+    // The first tile at or after row i0 (a multiple of FX_BWD_QT) of head hg,
+    // moving on to the next head past the last row.
+    __device__ __forceinline__ void settle(int& hg, int& i0) const {
+        if (causal) {
+            // Skipped: i0 + shift >= 0 and i0 + QT - 1 + shift < j0.
+            const int seen = j0 - shift - FX_BWD_QT + 1;
+            if (i0 + shift >= 0 && i0 < seen) i0 = (seen + FX_BWD_QT - 1) / FX_BWD_QT * FX_BWD_QT;
+        }
+        if (i0 >= queries) {
+            ++hg;
+            i0 = 0;
+            if (causal && shift >= 0) {
+                const int seen = j0 - shift - FX_BWD_QT + 1;
+                if (seen > 0) i0 = (seen + FX_BWD_QT - 1) / FX_BWD_QT * FX_BWD_QT;
+            }
+            if (i0 >= queries) hg = group;
+        }
+    }
+};
 
 template <int D>
 __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T* v, const void* mask,
-                                                const FxAttnStrides& ms, int kind, const TC* lse, const TC* delta,
+                                                const FxAttnStrides& ms, int kind, const TC* stats, const TC* delta,
                                                 const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
                                                 const FxAttnLayout& L, float scale, double fill_) {
-    constexpr int KB = 64, QT = FX_MMA_QT, KP = D + 8, SP = KB + 8;
-    __shared__ __align__(16) unsigned short ks[KB * KP];  // this block's keys, [key][feature]
-    __shared__ __align__(16) unsigned short qs[QT * KP];  // query tile, [query][feature]
-    __shared__ __align__(16) unsigned short gs[QT * KP];  // dO tile, [query][feature]
-    __shared__ __align__(16) unsigned short dss[QT * SP]; // dS, [query][key]
-    __shared__ float lse_s[QT], delta_s[QT];
+    constexpr int KB = FX_BWD_KEYS, QT = FX_BWD_QT, KP = D + 8, SP = KB + 8;
+    extern __shared__ __align__(16) unsigned char fx_bwd_smem[];
+    unsigned short* ks = reinterpret_cast<unsigned short*>(fx_bwd_smem);  // [key][feature]
+    unsigned short* qs_buf = ks + KB * KP;                                  // 2 x [query][feature]
+    unsigned short* gs_buf = qs_buf + 2 * QT * KP;                          // 2 x dO [query][feature]
+    unsigned short* dss = gs_buf + 2 * QT * KP;                             // dS [query][key]
+    float* row_s = reinterpret_cast<float*>(dss + QT * SP);                 // 2 x (stats[QT][2], delta[QT])
     const float fill = (float)fill_;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int kvb = blockIdx.y, b = kvb / n.kv_heads, kvh = kvb % n.kv_heads;
     const int group = n.q_heads / n.kv_heads;
     const int shift = n.keys - n.queries;
     const int j0 = blockIdx.x * KB;
-    const int jw = warp * 16;                    // this warp's first key in the block
-    const int ja = j0 + jw + g, jb = ja + 8;     // the keys of this thread's accumulator rows
+    const int jw = warp * 16;                 // this warp's first key in the block
+    const int ja = j0 + jw + g, jb = ja + 8;  // the keys of this thread's accumulator rows
     const T* kb = k + fx_row(L.k, b, kvh, 0);
     const T* vb = v + fx_row(L.v, b, kvh, 0);
-    for (int e = threadIdx.x; e < KB * D / 8; e += blockDim.x) {
-        const int r = e / (D / 8), c = (e % (D / 8)) * 8, j = j0 + r;
-        uint4 w = make_uint4(0, 0, 0, 0);
-        if (j < n.keys) w = *reinterpret_cast<const uint4*>(kb + (long long)j * L.k.r + c);
-        *reinterpret_cast<uint4*>(&ks[r * KP + c]) = w;
-    }
+    const FxBwdTiles tiles{group, n.queries, shift, j0, kind == 1};
+    // Stages query tile (hg, i0) into buffer `buf`.
+    auto stage = [&](int hg, int i0, int buf) {
+        const int h = kvh * group + hg;
+        fx_stage_rows<QT, D>(qs_buf + buf * QT * KP, KP, q + fx_row(L.q, b, h, 0), L.q.r, i0, n.queries, 256);
+        fx_stage_rows<QT, D>(gs_buf + buf * QT * KP, KP, dout + fx_row(L.dout, b, h, 0), L.dout.r, i0, n.queries,
+                             256);
+        if (threadIdx.x < 2 * QT) {
+            const int r = threadIdx.x % QT, i = i0 + r;
+            const long long row = ((long long)b * n.q_heads + h) * n.queries + (i < n.queries ? i : 0);
+            float* dst = row_s + buf * 3 * QT;
+            if (threadIdx.x < QT) fx_cp_async<8>(dst + 2 * r, stats + 2 * row, i < n.queries);
+            else fx_cp_async<4>(dst + 2 * QT + r, delta + row, i < n.queries);
+        }
+    };
+    int hg = 0, i0 = 0;
+    tiles.settle(hg, i0);
+    fx_stage_rows<KB, D>(ks, KP, kb, L.k.r, j0, n.keys, 256);
+    if (hg < group) stage(hg, i0, 0);
+    fx_cp_async_commit();
     // V rows of this warp's keys as A operands (16 keys x D).
     unsigned va[D / 16][4];
     {
@@ -727,120 +823,129 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
     for (int nb = 0; nb < D / 8; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) dk_acc[nb][e] = dv_acc[nb][e] = 0.f;
-    for (int hg = 0; hg < group; ++hg) {
+    for (int buf = 0; hg < group; buf ^= 1) {
         const int h = kvh * group + hg;
         const long long row0 = ((long long)b * n.q_heads + h) * n.queries;
-        for (int i0 = 0; i0 < n.queries; i0 += QT) {
-            if (kind == 1 && i0 + shift >= 0 && i0 + QT - 1 + shift < j0) continue;
-            __syncthreads();
-            for (int e = threadIdx.x; e < QT * D / 8; e += blockDim.x) {
-                const int r = e / (D / 8), c = (e % (D / 8)) * 8, i = i0 + r;
-                uint4 qw = make_uint4(0, 0, 0, 0), gw = make_uint4(0, 0, 0, 0);
-                if (i < n.queries) {
-                    qw = *reinterpret_cast<const uint4*>(q + fx_row(L.q, b, h, i) + c);
-                    gw = *reinterpret_cast<const uint4*>(dout + fx_row(L.dout, b, h, i) + c);
-                }
-                *reinterpret_cast<uint4*>(&qs[r * KP + c]) = qw;
-                *reinterpret_cast<uint4*>(&gs[r * KP + c]) = gw;
-            }
-            if (threadIdx.x < QT) {
-                const int i = i0 + threadIdx.x;
-                lse_s[threadIdx.x] = i < n.queries ? (float)lse[row0 + i] : 0.f;
-                delta_s[threadIdx.x] = i < n.queries ? (float)delta[row0 + i] : 0.f;
-            }
-            __syncthreads();
-            // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys x QT queries.
-            float st[QT / 8][4], dpt[QT / 8][4];
+        int next_hg = hg, next_i0 = i0 + QT;
+        tiles.settle(next_hg, next_i0);
+        // This tile lands; every warp is done with the previous tile (dS and
+        // the other buffers are free).
+        fx_cp_async_wait_all();
+        __syncthreads();
+        if (next_hg < group) {
+            stage(next_hg, next_i0, buf ^ 1);
+            fx_cp_async_commit();
+        }
+        const unsigned short* qs = qs_buf + buf * QT * KP;
+        const unsigned short* gs = gs_buf + buf * QT * KP;
+        const float* stats_s = row_s + buf * 3 * QT;  // (max, log-sum) per query
+        const float* delta_s = stats_s + 2 * QT;
+        // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys x QT queries.
+        float st[QT / 8][4], dpt[QT / 8][4];
 #pragma unroll
-            for (int nb = 0; nb < QT / 8; ++nb)
+        for (int nb = 0; nb < QT / 8; ++nb)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) st[nb][e] = dpt[nb][e] = 0.f;
+            for (int e = 0; e < 4; ++e) st[nb][e] = dpt[nb][e] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                unsigned ka[4];
-                fx_ldmatrix_x4(ka, &ks[(jw + (lane & 15)) * KP + kk * 16 + (lane >> 4) * 8]);
+        for (int kk = 0; kk < D / 16; ++kk) {
+            unsigned ka[4];
+            fx_ldmatrix_x4(ka, &ks[(jw + (lane & 15)) * KP + kk * 16 + (lane >> 4) * 8]);
 #pragma unroll
-                for (int nb = 0; nb < QT / 8; ++nb) {
-                    const unsigned short* qr = &qs[(nb * 8 + g) * KP + kk * 16 + t4 * 2];
-                    unsigned bq[2] = {*reinterpret_cast<const unsigned*>(qr), *reinterpret_cast<const unsigned*>(qr + 8)};
-                    fx_mma(st[nb], ka, bq);
-                    const unsigned short* gr = &gs[(nb * 8 + g) * KP + kk * 16 + t4 * 2];
-                    unsigned bg[2] = {*reinterpret_cast<const unsigned*>(gr), *reinterpret_cast<const unsigned*>(gr + 8)};
-                    fx_mma(dpt[nb], va[kk], bg);
-                }
-            }
-            // P^T and dS^T in place of S^T and dP^T.
-#pragma unroll
-            for (int nb = 0; nb < QT / 8; ++nb) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int il = nb * 8 + t4 * 2 + (e & 1), i = i0 + il;
-                    const int j = e < 2 ? ja : jb;
-                    const bool valid = i < n.queries && j < n.keys;
-                    float x = st[nb][e] * scale;
-                    bool hidden = false;
-                    if (valid && kind != 0) x = fx_attn_mask(x, kind, mask, ms, b, h, i, j, shift, fill, hidden);
-                    const float p = valid ? __expf(x - lse_s[il]) : 0.f;
-                    st[nb][e] = p;
-                    dpt[nb][e] = valid && !hidden ? p * (dpt[nb][e] - delta_s[il]) : 0.f;
-                }
-            }
-            // dV += P^T dO and dK += dS^T Q (k = queries: two steps of 16).
-#pragma unroll
-            for (int kq = 0; kq < QT / 16; ++kq) {
-                unsigned pa[4] = {fx_pack2(st[2 * kq][0], st[2 * kq][1]), fx_pack2(st[2 * kq][2], st[2 * kq][3]),
-                                  fx_pack2(st[2 * kq + 1][0], st[2 * kq + 1][1]),
-                                  fx_pack2(st[2 * kq + 1][2], st[2 * kq + 1][3])};
-                unsigned da[4] = {fx_pack2(dpt[2 * kq][0], dpt[2 * kq][1]), fx_pack2(dpt[2 * kq][2], dpt[2 * kq][3]),
-                                  fx_pack2(dpt[2 * kq + 1][0], dpt[2 * kq + 1][1]),
-                                  fx_pack2(dpt[2 * kq + 1][2], dpt[2 * kq + 1][3])};
-#pragma unroll
-                for (int nb = 0; nb < D / 8; ++nb) {
-                    unsigned bg[2], bq[2];
-                    fx_ldmatrix_x2_trans(bg, &gs[(kq * 16 + (lane & 15)) * KP + nb * 8]);
-                    fx_mma(dv_acc[nb], pa, bg);
-                    fx_ldmatrix_x2_trans(bq, &qs[(kq * 16 + (lane & 15)) * KP + nb * 8]);
-                    fx_mma(dk_acc[nb], da, bq);
-                }
-            }
-            // dS to shared memory as [query][key] for dQ = dS K.
-#pragma unroll
-            for (int nb = 0; nb < QT / 8; ++nb) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int il = nb * 8 + t4 * 2 + (e & 1), jl = jw + g + (e < 2 ? 0 : 8);
-                    dss[il * SP + jl] = fx_from_c(dpt[nb][e]).bits;
-                }
-            }
-            __syncthreads();
-            // Warp w: queries (w % 2) * 16 .. +16, features (w / 2) * D/2 .. +D/2.
-            {
-                const int qw = (warp & 1) * 16, fw = (warp >> 1) * (D / 2);
-                float dq[D / 16][4];
-#pragma unroll
-                for (int nb = 0; nb < D / 16; ++nb) dq[nb][0] = dq[nb][1] = dq[nb][2] = dq[nb][3] = 0.f;
-#pragma unroll
-                for (int kk = 0; kk < KB / 16; ++kk) {
-                    unsigned sa[4];
-                    fx_ldmatrix_x4(sa, &dss[(qw + (lane & 15)) * SP + kk * 16 + (lane >> 4) * 8]);
-#pragma unroll
-                    for (int nb = 0; nb < D / 16; ++nb) {
-                        unsigned bk[2];
-                        fx_ldmatrix_x2_trans(bk, &ks[(kk * 16 + (lane & 15)) * KP + fw + nb * 8]);
-                        fx_mma(dq[nb], sa, bk);
-                    }
-                }
-#pragma unroll
-                for (int nb = 0; nb < D / 16; ++nb) {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int i = i0 + qw + g + (e < 2 ? 0 : 8), f = fw + nb * 8 + t4 * 2 + (e & 1);
-                        if (i < n.queries && dq[nb][e] != 0.f) atomicAdd(dq_acc + (row0 + i) * D + f, dq[nb][e] * scale);
-                    }
-                }
+            for (int nb = 0; nb < QT / 8; nb += 2) {
+                // Queries (nb + {0, 1}) * 8 .., features kk*16 + {0, 8}.
+                const int at = ((nb + (lane >> 4)) * 8 + (lane & 7)) * KP + kk * 16 + ((lane >> 3) & 1) * 8;
+                unsigned bq[4], bg[4];
+                fx_ldmatrix_x4(bq, &qs[at]);
+                fx_ldmatrix_x4(bg, &gs[at]);
+                fx_mma(st[nb], ka, bq);
+                fx_mma(st[nb + 1], ka, bq + 2);
+                fx_mma(dpt[nb], va[kk], bg);
+                fx_mma(dpt[nb + 1], va[kk], bg + 2);
             }
         }
+        // P^T and dS^T in place of S^T and dP^T.
+        const bool edge = kind >= 2 || i0 + QT > n.queries || j0 + jw + 16 > n.keys ||
+                          (kind == 1 && j0 + jw + 15 > i0 + shift);
+#pragma unroll
+        for (int nb = 0; nb < QT / 8; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int il = nb * 8 + t4 * 2 + (e & 1);
+                float x = st[nb][e] * scale;
+                bool valid = true, hidden = false;
+                if (edge) {
+                    const int i = i0 + il, j = e < 2 ? ja : jb;
+                    valid = i < n.queries && j < n.keys;
+                    if (valid && kind != 0) x = fx_attn_mask(x, kind, mask, ms, b, h, i, j, shift, fill, hidden);
+                }
+                const float p = valid ? __expf(x - stats_s[2 * il] - stats_s[2 * il + 1]) : 0.f;
+                st[nb][e] = p;
+                dpt[nb][e] = valid && !hidden ? p * (dpt[nb][e] - delta_s[il]) : 0.f;
+            }
+        }
+        // dV += P^T dO and dK += dS^T Q (k = queries: two steps of 16).
+#pragma unroll
+        for (int kq = 0; kq < QT / 16; ++kq) {
+            unsigned pa[4] = {fx_pack2(st[2 * kq][0], st[2 * kq][1]), fx_pack2(st[2 * kq][2], st[2 * kq][3]),
+                              fx_pack2(st[2 * kq + 1][0], st[2 * kq + 1][1]),
+                              fx_pack2(st[2 * kq + 1][2], st[2 * kq + 1][3])};
+            unsigned da[4] = {fx_pack2(dpt[2 * kq][0], dpt[2 * kq][1]), fx_pack2(dpt[2 * kq][2], dpt[2 * kq][3]),
+                              fx_pack2(dpt[2 * kq + 1][0], dpt[2 * kq + 1][1]),
+                              fx_pack2(dpt[2 * kq + 1][2], dpt[2 * kq + 1][3])};
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb += 2) {
+                // Queries kq*16 + {0, 8} .., features (nb + {0, 1}) * 8, transposed.
+                const int at = (kq * 16 + (lane & 15)) * KP + (nb + (lane >> 4)) * 8;
+                unsigned bg[4], bq[4];
+                fx_ldmatrix_x4_trans(bg, &gs[at]);
+                fx_mma(dv_acc[nb], pa, bg);
+                fx_mma(dv_acc[nb + 1], pa, bg + 2);
+                fx_ldmatrix_x4_trans(bq, &qs[at]);
+                fx_mma(dk_acc[nb], da, bq);
+                fx_mma(dk_acc[nb + 1], da, bq + 2);
+            }
+        }
+        // dS to shared memory as [query][key] for dQ = dS K.
+#pragma unroll
+        for (int nb = 0; nb < QT / 8; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int il = nb * 8 + t4 * 2 + (e & 1), jl = jw + g + (e < 2 ? 0 : 8);
+                dss[il * SP + jl] = fx_from_c(dpt[nb][e]).bits;
+            }
+        }
+        __syncthreads();
+        // Warp w: queries (w % 2) * 16 .. +16, features (w / 2) * D/4 .. +D/4.
+        {
+            constexpr int FW = D / 4;
+            const int qw = (warp & 1) * 16, fw = (warp >> 1) * FW;
+            float dq[FW / 8][4];
+#pragma unroll
+            for (int nb = 0; nb < FW / 8; ++nb) dq[nb][0] = dq[nb][1] = dq[nb][2] = dq[nb][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < KB / 16; ++kk) {
+                unsigned sa[4];
+                fx_ldmatrix_x4(sa, &dss[(qw + (lane & 15)) * SP + kk * 16 + (lane >> 4) * 8]);
+#pragma unroll
+                for (int nb = 0; nb < FW / 8; nb += 2) {
+                    unsigned bk[4];
+                    fx_ldmatrix_x4_trans(bk, &ks[(kk * 16 + (lane & 15)) * KP + fw + (nb + (lane >> 4)) * 8]);
+                    fx_mma(dq[nb], sa, bk);
+                    fx_mma(dq[nb + 1], sa, bk + 2);
+                }
+            }
+#pragma unroll
+            for (int nb = 0; nb < FW / 8; ++nb) {
+                const int f = fw + nb * 8 + t4 * 2;
+                const int ia = i0 + qw + g, ib = ia + 8;
+                if (ia < n.queries) fx_red_add2(dq_acc + (row0 + ia) * D + f, dq[nb][0] * scale, dq[nb][1] * scale);
+                if (ib < n.queries) fx_red_add2(dq_acc + (row0 + ib) * D + f, dq[nb][2] * scale, dq[nb][3] * scale);
+            }
+        }
+        hg = next_hg;
+        i0 = next_i0;
     }
+    fx_cp_async_wait_all();  // the K copy, when no tile ran
     T* dk0 = dk + fx_row(L.dk, b, kvh, 0);
     T* dv0 = dv + fx_row(L.dv, b, kvh, 0);
 #pragma unroll
@@ -858,21 +963,16 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
 }
 
 #define FX_ATTN_MMA_KERNEL(D)                                                                                        \
-    extern "C" __global__ void __launch_bounds__(128) attention_fwd_mma_##D(                                        \
+    extern "C" __global__ void __launch_bounds__(128, 3) attention_fwd_mma_##D(                                        \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
-        fx_attn_fwd_mma<D, true>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                        \
+        TC* stats, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                        \
+        fx_attn_fwd_mma<D>(q, k, v, mask, ms, kind, sinks, o, stats, n, L, scale, fill);                            \
     }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(128) attention_lse_mma_##D(                                        \
-        const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const T* sinks, T* o,      \
-        TC* lse, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                          \
-        fx_attn_fwd_mma<D, false>(q, k, v, mask, ms, kind, sinks, o, lse, n, L, scale, fill);                       \
-    }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(128, 1) attention_bwd_mma_##D(                                     \
-        const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* lse,             \
+    extern "C" __global__ void __launch_bounds__(256, 1) attention_bwd_mma_##D(                                     \
+        const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* stats,           \
         const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, FxAttnLayout L, float scale,        \
         double fill) {                                                                                              \
-        fx_attn_bwd_mma<D>(q, k, v, mask, ms, kind, lse, delta, dout, dq_acc, dk, dv, n, L, scale, fill);           \
+        fx_attn_bwd_mma<D>(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, n, L, scale, fill);         \
     }
 
 FX_ATTN_MMA_KERNEL(64)
