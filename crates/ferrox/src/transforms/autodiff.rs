@@ -119,11 +119,8 @@ fn backward(tracers: &[Array], outputs: &[Array], cotangents: &[Option<Array>]) 
         if outs.iter().all(Option::is_none) {
             continue;
         }
-        let out_arrays: Vec<Array> = siblings
-            .iter()
-            .enumerate()
-            .map(|(i, s)| s.clone().unwrap_or_else(|| recipe.output(i)))
-            .collect();
+        let out_arrays: Vec<Array> =
+            siblings.iter().enumerate().map(|(i, s)| s.clone().unwrap_or_else(|| recipe.output(i))).collect();
         let out_cots: Vec<Array> = outs
             .into_iter()
             .zip(&out_arrays)

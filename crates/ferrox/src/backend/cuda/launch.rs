@@ -141,7 +141,9 @@ pub(crate) fn launch_with_shared(
     if shared > 48 * 1024 {
         let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `f` is a loaded function; the call sets one attribute.
-        unsafe { sys::cuFuncSetAttribute(f, attribute, shared as i32) }.result().map_err(driver_error("shared memory"))?;
+        unsafe { sys::cuFuncSetAttribute(f, attribute, shared as i32) }
+            .result()
+            .map_err(driver_error("shared memory"))?;
     }
     // SAFETY: the argument list matches the kernel's signature (each caller
     // mirrors the ABI documented in the kernel file).
