@@ -121,16 +121,24 @@ def _fill(t: Any, it: Any, restore: List[Tuple[Any, Any, Any]]) -> Any:
 
 def _state_arrays(tree: Any) -> List[array]:
     """The arrays of a state tree, in order (other leaves are ignored)."""
-    if tree is None:
-        return []
-    if isinstance(tree, array):
-        return [tree]
-    if not _is_node(tree):
-        return []
     out: List[array] = []
-    for _, child in _children(tree):
-        out.extend(_state_arrays(child))
+    if isinstance(tree, array):
+        out.append(tree)
+    elif _is_node(tree):
+        _collect_arrays(tree, out)
     return out
+
+
+def _collect_arrays(node: Any, out: List[array]) -> None:
+    """Appends the arrays under the inner node ``node`` to ``out``, in
+    ``_children`` order. (Called on every compiled call for the whole
+    captured state, a model's parameters and an optimizer's moments:
+    written without per-node lists or generators.)"""
+    for child in node.values() if isinstance(node, dict) else node:
+        if isinstance(child, array):
+            out.append(child)
+        elif isinstance(child, (list, tuple, dict)):
+            _collect_arrays(child, out)
 
 
 def _fill_state(tree: Any, values: Any, replaced: Optional[List[Tuple[Any, Any, Any]]] = None) -> None:
@@ -138,14 +146,15 @@ def _fill_state(tree: Any, values: Any, replaced: Optional[List[Tuple[Any, Any, 
     (recording each replaced entry in ``replaced`` when given)."""
     if not _is_node(tree):
         return
-    for key, child in list(_children(tree)):
+    # Replacing a dict's values while walking its items keeps its keys.
+    for key, child in tree.items() if isinstance(tree, dict) else enumerate(tree):
         if isinstance(child, array):
             if isinstance(tree, tuple):
                 raise ValueError("[compile] Captured state cannot hold arrays directly in a tuple.")
             if replaced is not None:
                 replaced.append((tree, key, child))
             tree[key] = next(values)
-        else:
+        elif isinstance(child, (list, tuple, dict)):
             _fill_state(child, values, replaced)
 
 

@@ -146,6 +146,23 @@ def test_small_kernel_chains_replay_by_default(rng, device):
     assert (captured, refused, launches) == ((1, 0, 3) if device == "gpu" else (0, 0, 0))
 
 
+def test_launch_bound_functions_of_megabyte_arrays_replay_by_default(rng, device):
+    """The default policy also replays a function whose launches cost more
+    than copying its inputs and outputs (here at least 6 kernels over 4 MiB
+    arrays: a replayed training step moves its whole state in and out)."""
+
+    def scans(x):
+        for _ in range(6):
+            x = fx.cumsum(x * 0.5, axis=1)
+        return x
+
+    c = fx.compile(scans)
+    for _ in range(4):
+        x = fx.array(rng.standard_normal((1024, 1024)).astype(np.float32))
+        _same(c(x), scans(x))
+    assert c.graph_info() == ((1, 0, 3) if device == "gpu" else (0, 0, 0))
+
+
 def test_replayed_outputs_are_new_arrays(rng, device, replay_always):
     """An output held from one replay keeps its values after the next; an
     output that is an input, a view of one or a constant comes back right."""

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ferrox as fx
+import ferrox.nn as nn
 from conftest import fxd, to_fx
 from opinfo import OPS, samples
 
@@ -318,7 +319,15 @@ def _structural_cases():
         ("fast", _fast_ops, [x, fx.array([1.0, 2.0, 3.0, 4.0])]),
         ("fast_vjps", lambda a, w: tuple(fx.vjp(_fast_ops, [a, w], list(_fast_ops(a, w)))[1]),
          [x, fx.array([1.0, 2.0, 3.0, 4.0])]),
+        ("cross_entropy", _cross_entropy, [x]),
     ]
+
+
+def _cross_entropy(a):
+    """The fused cross entropy and its vjp (CrossEntropy, CrossEntropyVJP)."""
+    t = fx.array([[0, 1, 2], [3, -1, 0]])
+    loss = lambda v: nn.losses.cross_entropy(v, t, label_smoothing=0.1, reduction="sum")  # noqa: E731
+    return fx.value_and_grad(loss)(a)
 
 
 def _fast_ops(a, w):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ferrox as fx
-from conftest import INTS, TOL, assert_close, cast_ref, promote, rand, to_fx
+from conftest import EPS, INTS, TOL, assert_close, cast_ref, promote, rand, to_fx
 
 MATMUL_DTYPES = ["float32", "float64", "float16", "bfloat16"] + INTS
 
@@ -150,6 +150,26 @@ def test_matmul_misaligned_half(dtype, m, k, n, rng):
     check_matmul(b.T, to_fx(b, dtype).T, dtype, a.T, to_fx(a, dtype).T, dtype)
     a3 = rand(rng, (2, m, k), dtype)
     check_matmul(a3, to_fx(a3, dtype), dtype, b, to_fx(b, dtype), dtype)
+
+
+@pytest.mark.parametrize("m,k,n", [(264, 257, 520), (259, 261, 263)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_matmul_misaligned_half_gradients(dtype, m, k, n, rng):
+    """The gradients of padded half-precision products (on the GPU the
+    padding is part of the graph: both backward products run on the one
+    zero-padded cotangent) against float64 products of the same values."""
+    a, b = rand(rng, (2, m, k), dtype), rand(rng, (k, n), dtype)
+    w = rand(rng, (2, m, n), dtype)
+    fa, fb, fw = to_fx(a, dtype), to_fx(b, dtype), to_fx(w, dtype)
+    da, db = fx.grad(lambda x, y: (fx.matmul(x, y) * fw).astype(fx.float32).sum(), argnums=(0, 1))(fa, fb)
+    a64, b64, w64 = (np.asarray(v, np.float64) for v in (a, b, w))
+    want_da = w64 @ b64.T
+    want_db = np.einsum("bmk,bmn->kn", a64, w64)
+    for got, want in ((da, want_da), (db, want_db)):
+        assert got.shape == want.shape
+        got = np.asarray(got.astype(fx.float32), np.float64)
+        # One rounding of each float32-accumulated product to the dtype.
+        np.testing.assert_allclose(got, want, rtol=0, atol=2 * EPS[dtype] * np.abs(want).max())
 
 
 def test_matmul_integer_exact():

@@ -118,6 +118,12 @@ CASES = {
         [("real", (5, 2, 3)), ("class5", (2, 3)), ("pos", (2, 3))],
         [0, 2],
     ),
+    "cross_entropy_last_axis_smoothing_weights": (
+        lambda m, a, r: m.cross_entropy(a[0], a[1], weights=a[2], label_smoothing=0.2, reduction=r),
+        lambda a: cross_entropy_ref(a[0], a[1], smoothing=0.2, weights=a[2]),
+        [("real", (2, 3, 6)), ("class6", (2, 3)), ("pos", (2, 3))],
+        [0, 2],
+    ),
     "binary_cross_entropy_logits": (
         lambda m, a, r: m.binary_cross_entropy(a[0], a[1], reduction=r),
         lambda a: np.logaddexp(0, a[0]) - a[0] * a[1],

@@ -113,6 +113,12 @@ pub fn cross_entropy(
             ),
         });
     }
+    if !as_probs && ax + 1 == logits.ndim() && logits.dtype().is_floating() && logits.size() > 0 {
+        // Class indices over the last axis: one fused kernel reads the
+        // logits once, and one more writes their gradient.
+        let loss = ops::fast::cross_entropy(logits, targets, label_smoothing)?;
+        return reduction.apply(weighted(op, loss, weights)?);
+    }
     let axes = [axis];
     let shifted = ops::subtract(logits, &ops::stop_gradient(&ops::max(logits, Some(&axes), true)?)?)?;
     let score = if as_probs {

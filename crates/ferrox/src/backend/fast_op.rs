@@ -1,6 +1,6 @@
 //! The fused row kernels: those of [`crate::ops::fast`] (normalizations,
-//! rotary embeddings and attention, each one forward and one backward
-//! kernel per backend) and the softmax and log-sum-exp of the core ops
+//! rotary embeddings, attention and the cross entropy, each one forward and
+//! one backward kernel per backend) and the softmax and log-sum-exp of the core ops
 //! (`cpu/norm.rs`, `cpu/rope.rs`, `cpu/attention.rs`, `cpu/softmax.rs`;
 //! `cuda/fast.rs` with `kernels/norm.cu`, `kernels/rope.cu`,
 //! `kernels/attention.cu`, `kernels/softmax.cu`). Every kernel computes in float32 (float64 for
@@ -15,9 +15,10 @@
 //! and its outputs are dense in the axis order of the operand they belong
 //! to ([`FastOp::output_layouts`]). So a model that views `(B, L, H, D)`
 //! projections as `(B, H, L, D)` heads, and transposes the result back,
-//! copies nothing, forward or backward.
+//! copies nothing, forward or backward. The cross entropy's logits are
+//! rows evenly spaced at any distance ([`row_stride`]).
 
-use crate::shape::Layout;
+use crate::shape::{collapse_dims, Layout};
 
 /// Whether a 4-d attention operand's layout is "head rows": features
 /// contiguous, and non-negative strides over the other three axes.
@@ -25,6 +26,43 @@ pub fn head_rows(layout: &Layout) -> bool {
     layout.ndim() == 4
         && (layout.strides[3] == 1 || layout.shape[3] <= 1)
         && layout.strides[..3].iter().all(|&s| s >= 0)
+}
+
+/// The distance between consecutive rows of a layout whose rows (its last
+/// axis) are each contiguous and evenly spaced, at least a row apart (a
+/// row-contiguous layout's is the row length); None for any other layout.
+/// Such rows are read in place by the cross entropy's kernels, so a view
+/// of the padded logits of a half-precision GPU product needs no copy.
+pub fn row_stride(layout: &Layout) -> Option<usize> {
+    let nd = layout.ndim();
+    let d = *layout.shape.last()?;
+    if d > 1 && layout.strides[nd - 1] != 1 {
+        return None;
+    }
+    let (rows, [strides]) = collapse_dims(&layout.shape[..nd - 1], [&layout.strides[..nd - 1]]);
+    match (rows.as_slice(), strides.as_slice()) {
+        ([1], _) => Some(d),
+        ([_], [s]) if *s >= d as isize => Some(*s as usize),
+        _ => None,
+    }
+}
+
+/// `shape` laid out as rows (its last axis) `ld` elements apart, at least a
+/// row apart (the row-contiguous layout when `ld` is the row length or
+/// less): the layout the cross entropy's backward writes, in a buffer of
+/// `rows * ld` elements.
+pub fn rows_spaced(shape: &[usize], ld: usize) -> Layout {
+    let mut layout = Layout::contiguous(shape);
+    let nd = shape.len();
+    let d = shape.last().copied().unwrap_or(1);
+    if nd >= 2 && ld > d {
+        let mut stride = ld as isize;
+        for i in (0..nd - 1).rev() {
+            layout.strides[i] = stride;
+            stride *= shape[i] as isize;
+        }
+    }
+    layout
 }
 
 /// A dense layout of the 4-d `shape` whose first three axes are nested as
@@ -152,16 +190,39 @@ pub enum FastOp {
     /// `log(sum(exp(x)))` over the last axis (MLX's `LogSumExp`). Input: x
     /// (rows). Output: one value per row.
     LogSumExp,
+    /// The cross entropy of each row of logits `x` (C classes) against a
+    /// class index: `lse(x) - (1 - smoothing) x[t] - smoothing mean(x)`.
+    /// Inputs: x (rows), the targets (int32, one per row; negative ones
+    /// count from the end). Outputs: the loss per row (x's dtype) and each
+    /// row's statistics `(rows, 2)` in the compute type, which the backward
+    /// reads: its max `m` and `log(sum(exp(x - m)))`. A target out of range
+    /// is an error on the CPU and gives NaN on the GPU (no host sync).
+    CrossEntropy {
+        /// Label smoothing in [0, 1).
+        smoothing: f64,
+    },
+    /// The derivative of [`FastOp::CrossEntropy`] in x:
+    /// `g (softmax(x) - (1 - smoothing) onehot(t) - smoothing / C)`. Inputs:
+    /// x (rows), the targets, the row statistics, g (one per row). Output:
+    /// dx.
+    CrossEntropyVjp {
+        /// Label smoothing in [0, 1).
+        smoothing: f64,
+    },
 }
 
 impl FastOp {
     /// Whether input `index` may reach the backend laid out as `layout`
     /// (otherwise the caller makes it row-contiguous): the attention mask
     /// in any layout, attention's head-row operands when
-    /// [`head_rows`] accepts them.
+    /// [`head_rows`] accepts them, the cross entropy's logits when
+    /// [`row_stride`] gives their rows' spacing.
     pub fn takes_strided(&self, index: usize, layout: &Layout) -> bool {
         let p = match self {
             FastOp::Attention(p) | FastOp::AttentionVjp(p) => p,
+            FastOp::CrossEntropy { .. } | FastOp::CrossEntropyVjp { .. } => {
+                return index == 0 && row_stride(layout).is_some()
+            }
             _ => return false,
         };
         let forward = p.forward_inputs();
@@ -174,9 +235,14 @@ impl FastOp {
     /// The layouts the backend gives the outputs of `shapes`, from the
     /// layouts of the inputs it received: attention's o, dq, dk and dv are
     /// dense in the axis order of q, q, k and v ([`dense_in_order_of`]);
+    /// the cross entropy's dx has the logits' rows' spacing ([`rows_spaced`],
+    /// so a padded GPU product's logits and their gradient pack alike);
     /// every other output (attention's row statistics among them) is
     /// row-contiguous.
     pub fn output_layouts(&self, inputs: &[&Layout], shapes: &[Vec<usize>]) -> Vec<Layout> {
+        if let FastOp::CrossEntropyVjp { .. } = self {
+            return vec![rows_spaced(&shapes[0], row_stride(inputs[0]).unwrap_or(0))];
+        }
         let like: &[usize] = match self {
             FastOp::Attention(_) => &[0],
             FastOp::AttentionVjp(_) => &[0, 1, 2],
@@ -204,6 +270,8 @@ impl FastOp {
             FastOp::AttentionVjp(_) => "scaled_dot_product_attention_vjp",
             FastOp::Softmax => "softmax",
             FastOp::LogSumExp => "logsumexp",
+            FastOp::CrossEntropy { .. } => "cross_entropy",
+            FastOp::CrossEntropyVjp { .. } => "cross_entropy_vjp",
         }
     }
 }

@@ -1,7 +1,8 @@
 //! MLX's `fast` ops: RMS and layer normalization, rotary position
 //! embeddings and scaled dot-product attention, each one fused primitive
 //! ([`crate::primitives`]'s `fast` module) with one fused forward and one
-//! fused backward kernel per backend.
+//! fused backward kernel per backend; and the fused cross entropy that
+//! `nn.losses.cross_entropy` runs on class-index targets.
 //!
 //! Each op also has a reference graph built from ordinary ops with MLX's
 //! semantics (the `*_reference` functions): forward-mode derivatives,
@@ -15,12 +16,13 @@ use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{fmt_shape, Error, Result};
 use crate::ops;
-use crate::primitives::{Attention, LayerNorm, RmsNorm, Rope};
+use crate::primitives::{Attention, CrossEntropy, LayerNorm, RmsNorm, Rope};
 
 const RMS: &str = "rms_norm";
 const LN: &str = "layer_norm";
 const ROPE: &str = "rope";
 const SDPA: &str = "scaled_dot_product_attention";
+const CE: &str = "cross_entropy";
 
 /// A float32 scalar.
 fn f32_scalar(v: f32) -> Array {
@@ -322,6 +324,43 @@ pub fn scaled_dot_product_attention(
     Ok(Array::siblings_from_primitive(specs, Attention { params }, inputs)?.swap_remove(0))
 }
 
+/// The cross entropy over the last axis of `logits` (a real float type)
+/// against the class indices `targets` (integers, the logits' shape without
+/// the last axis; negative ones count from the end), smoothed by
+/// `label_smoothing` in [0, 1): per row,
+/// `logsumexp(x) - (1 - label_smoothing) x[t] - label_smoothing mean(x)`,
+/// in the logits' dtype (computed in float32, float64 for float64). One
+/// fused kernel per backend reads the logits once; its derivative is one
+/// more. A target out of range is an error on the CPU and a NaN loss on the
+/// GPU.
+pub fn cross_entropy(logits: &Array, targets: &Array, label_smoothing: f64) -> Result<Array> {
+    check_rows(CE, logits)?;
+    check_float(CE, logits.dtype())?;
+    if !targets.dtype().is_integer() {
+        return Err(Error::invalid(CE, format!("Targets must be integers but got {}.", targets.dtype())));
+    }
+    let rows = &logits.shape()[..logits.ndim() - 1];
+    if targets.shape() != rows {
+        return Err(Error::ShapeMismatch {
+            op: CE,
+            msg: format!(
+                "Targets shape {} does not match logits shape {}.",
+                fmt_shape(targets.shape()),
+                fmt_shape(logits.shape())
+            ),
+        });
+    }
+    if !(0.0..1.0).contains(&label_smoothing) {
+        return Err(Error::invalid(CE, format!("Label smoothing must be in [0, 1), got {label_smoothing:?}.")));
+    }
+    if logits.shape()[logits.ndim() - 1] == 0 && rows.iter().product::<usize>() > 0 {
+        return Err(Error::invalid(CE, "Logits must have at least one class."));
+    }
+    let specs = CrossEntropy::specs(rows, logits.dtype());
+    let inputs = vec![logits.clone(), targets.astype(Dtype::I32)?];
+    Ok(Array::siblings_from_primitive(specs, CrossEntropy { smoothing: label_smoothing }, inputs)?.swap_remove(0))
+}
+
 // ---------------------------------------------------------------------------
 // Reference graphs (MLX's fallbacks), over the fused primitives' inputs.
 
@@ -411,6 +450,29 @@ pub(crate) fn rope_reference(p: &RopeParams, inputs: &[Array]) -> Result<Vec<Arr
     };
     let shape: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
     Ok(vec![out.reshape(&shape)?])
+}
+
+/// [`cross_entropy`] from ops, given the primitive's inputs `[x, targets]`:
+/// the loss per row and the row statistics `(max, log(sum(exp(x - max))))`
+/// in the compute type (see [`crate::backend::FastOp::CrossEntropy`]).
+pub(crate) fn cross_entropy_reference(smoothing: f64, inputs: &[Array]) -> Result<Vec<Array>> {
+    let x = &inputs[0];
+    let xf = x.astype(compute_dtype(x.dtype()))?;
+    let peak = ops::stop_gradient(&ops::max(&xf, Some(&[-1]), true)?)?;
+    let log_sum = ops::log(&ops::sum(&ops::exp(&ops::subtract(&xf, &peak)?)?, Some(&[-1]), true)?)?;
+    let classes = x.shape()[x.ndim() - 1] as isize;
+    // Negative targets count from the end.
+    let t = inputs[1].expand_dims(&[-1])?;
+    let t = ops::where_(&ops::less(&t, &Array::scalar(0i32))?, &ops::add(&t, &Array::scalar(classes as i32))?, &t)?;
+    let picked = ops::take_along_axis(&xf, &t, Some(-1))?;
+    let lse = ops::add(&peak, &log_sum)?;
+    let mut loss = ops::subtract(&lse, &ops::multiply(&picked, &c(1.0 - smoothing, &xf))?)?;
+    if smoothing > 0.0 {
+        let mean = ops::mean(&xf, Some(&[-1]), true)?;
+        loss = ops::subtract(&loss, &ops::multiply(&mean, &c(smoothing, &xf))?)?;
+    }
+    let loss = ops::squeeze(&loss, Some(&[-1]))?.astype(x.dtype())?;
+    Ok(vec![loss, ops::concatenate(&[peak, log_sum], -1)?])
 }
 
 /// [`scaled_dot_product_attention`] from ops, given the primitive's inputs

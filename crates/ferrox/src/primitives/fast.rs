@@ -174,6 +174,25 @@ pub struct AttentionVjp {
     pub params: AttentionParams,
 }
 
+/// Fused cross entropy over the last axis against class indices. Inputs:
+/// the logits and the int32 targets. Outputs: the loss per row, and each
+/// row's statistics (its max and the log of its sum of exponentials past
+/// the max) in the compute type, which only the vjp reads.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CrossEntropy {
+    /// Label smoothing in [0, 1).
+    pub smoothing: f64,
+}
+
+/// The derivative of [`CrossEntropy`] in the logits. Inputs: the logits,
+/// the targets, the row statistics and the loss's cotangent. Output: the
+/// logits' cotangent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CrossEntropyVjp {
+    /// Label smoothing in [0, 1).
+    pub smoothing: f64,
+}
+
 fn same_as(inputs: &[Array], which: &[usize]) -> Vec<OutputSpec> {
     which.iter().map(|&i| OutputSpec::of(&inputs[i])).collect()
 }
@@ -410,6 +429,78 @@ impl Primitive for AttentionVjp {
 
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         eval_fused(backend, FastOp::AttentionVjp(self.params), inputs, outputs)
+    }
+
+    rules_by_reference!();
+}
+
+impl CrossEntropy {
+    /// The output specs for logits with rows of shape `rows`.
+    pub(crate) fn specs(rows: &[usize], dtype: Dtype) -> Vec<OutputSpec> {
+        let mut stats = rows.to_vec();
+        stats.push(2);
+        vec![
+            OutputSpec { shape: rows.to_vec(), dtype },
+            OutputSpec { shape: stats, dtype: reference::compute_dtype(dtype) },
+        ]
+    }
+
+    fn reference(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        reference::cross_entropy_reference(self.smoothing, inputs)
+    }
+}
+
+impl Primitive for CrossEntropy {
+    fn name(&self) -> &'static str {
+        "CrossEntropy"
+    }
+
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 2)?;
+        let x = inputs[0].shape();
+        Ok(CrossEntropy::specs(&x[..x.len().saturating_sub(1)], inputs[0].dtype()))
+    }
+
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        eval_fused(backend, FastOp::CrossEntropy { smoothing: self.smoothing }, inputs, outputs)
+    }
+
+    fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let args = vec![inputs[0].clone(), inputs[1].clone(), outputs[1].clone(), cotangents[0].clone()];
+        let spec = same_as(inputs, &[0]);
+        let dx = Array::siblings_from_primitive(spec, CrossEntropyVjp { smoothing: self.smoothing }, args)?;
+        argnums.iter().map(|&i| if i == 0 { Ok(dx[0].clone()) } else { ops::zeros_like(&inputs[i]) }).collect()
+    }
+
+    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        jvp_by_reference(&|xs| self.reference(xs), inputs, tangents)
+    }
+
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
+        vmap_by_reference(&|xs| self.reference(xs), inputs, axes)
+    }
+}
+
+impl CrossEntropyVjp {
+    fn reference(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let loss = |xs: &[Array]| Ok(vec![reference::cross_entropy_reference(self.smoothing, xs)?.swap_remove(0)]);
+        let cotangent = inputs[3].clone();
+        Ok(vec![autodiff::vjp(loss, &inputs[..2], &[cotangent])?.1.swap_remove(0)])
+    }
+}
+
+impl Primitive for CrossEntropyVjp {
+    fn name(&self) -> &'static str {
+        "CrossEntropyVJP"
+    }
+
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 4)?;
+        Ok(same_as(inputs, &[0]))
+    }
+
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        eval_fused(backend, FastOp::CrossEntropyVjp { smoothing: self.smoothing }, inputs, outputs)
     }
 
     rules_by_reference!();

@@ -86,6 +86,8 @@ serializable_primitives!(
     Rope,
     Attention,
     AttentionVjp,
+    CrossEntropy,
+    CrossEntropyVjp,
     Softmax,
     LogSumExp,
     Reduce,

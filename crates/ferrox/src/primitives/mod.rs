@@ -30,7 +30,9 @@ pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use custom_kernel::CustomKernel;
 pub use elementwise::{AsType, Binary, Select, Unary};
-pub use fast::{Attention, AttentionVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope};
+pub use fast::{
+    Attention, AttentionVjp, CrossEntropy, CrossEntropyVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope,
+};
 pub use fused::{Fused, FusedReduce};
 pub use gather::{Gather, Scatter};
 pub(crate) use identity::opaque_primitive;

@@ -1,5 +1,6 @@
 //! The fused row kernels on the host ([`FastOp`]): this file routes each
-//! op to its family file (`norm.rs`, `rope.rs`, `attention.rs`, `softmax.rs`).
+//! op to its family file (`norm.rs`, `rope.rs`, `attention.rs`, `softmax.rs`,
+//! which also holds the cross entropy).
 
 use super::CpuBuffer;
 use super::CpuElement;
@@ -30,5 +31,9 @@ pub(crate) fn fast(op: &FastOp, inputs: &[Input]) -> Result<Vec<CpuBuffer>> {
         FastOp::AttentionVjp(p) => super::attention::attention_vjp(p, inputs),
         FastOp::Softmax => Ok(vec![super::softmax::softmax(inputs[0])?]),
         FastOp::LogSumExp => Ok(vec![super::softmax::logsumexp(inputs[0])?]),
+        FastOp::CrossEntropy { smoothing } => super::softmax::cross_entropy(*smoothing, inputs[0], inputs[1]),
+        FastOp::CrossEntropyVjp { smoothing } => {
+            Ok(vec![super::softmax::cross_entropy_vjp(*smoothing, inputs[0], inputs[1], inputs[2], inputs[3])?])
+        }
     }
 }

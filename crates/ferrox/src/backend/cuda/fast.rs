@@ -1,5 +1,6 @@
 //! The fused row kernels on the GPU ([`FastOp`]): `kernels/norm.cu`,
-//! `kernels/rope.cu`, `kernels/attention.cu` and `kernels/softmax.cu`, the
+//! `kernels/rope.cu`, `kernels/attention.cu` and `kernels/softmax.cu` (with
+//! the cross entropy), the
 //! twins of the CPU's `norm.rs`, `rope.rs`, `attention.rs` and `softmax.rs`.
 
 use super::device::{driver_error, gpu};
@@ -7,6 +8,7 @@ use super::kernels::Family;
 use super::launch::{grid_for, launch, launch_with_shared, resident_blocks, Args, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
+use crate::backend::fast_op::row_stride;
 use crate::backend::{AttentionMask, AttentionParams, FastOp, RopeParams};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
@@ -42,7 +44,7 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
             .chain(["norm_feature_sum".to_string()])
             .collect(),
         Family::Rope => vec!["rope".to_string()],
-        Family::Softmax => vec!["softmax".to_string(), "logsumexp".to_string()],
+        Family::Softmax => ["softmax", "logsumexp", "cross_entropy", "cross_entropy_vjp"].map(String::from).to_vec(),
         Family::Attention => {
             let tensor_core = if matches!(dtype, Dtype::F16 | Dtype::BF16) { &MMA_HEAD_DIMS[..] } else { &[] };
             HEAD_BUCKETS
@@ -100,7 +102,73 @@ pub(crate) fn fast(s: &Arc<GpuStream>, op: &FastOp, inputs: &[Input]) -> Result<
         FastOp::AttentionVjp(p) => attention_backward(s, p, inputs),
         FastOp::Softmax => Ok(vec![softmax_rows(s, "softmax", inputs[0])?]),
         FastOp::LogSumExp => Ok(vec![softmax_rows(s, "logsumexp", inputs[0])?]),
+        FastOp::CrossEntropy { smoothing } => cross_entropy(s, *smoothing, inputs[0], inputs[1]),
+        FastOp::CrossEntropyVjp { smoothing } => {
+            Ok(vec![cross_entropy_vjp(s, *smoothing, inputs[0], inputs[1], inputs[2], inputs[3])?])
+        }
     }
+}
+
+/// Threads per block of the cross entropy's row kernels: about four
+/// 16-byte packs each, 32 to 512.
+fn cross_entropy_block(dtype: Dtype, d: usize) -> u32 {
+    (d / (16 / dtype.size()) / 4).next_power_of_two().clamp(32, 512) as u32
+}
+
+/// The cross entropy of each row of `x` against its int32 target: the loss
+/// per row and the row statistics.
+fn cross_entropy(s: &Arc<GpuStream>, smoothing: f64, x: Input, targets: Input) -> Result<Vec<CudaStorage>> {
+    let dtype = x.0.dtype();
+    let (rows, d) = rows_of(x);
+    let ld = row_stride(x.1).unwrap_or(d);
+    let loss = CudaStorage::alloc(dtype, rows, s)?;
+    let stats = CudaStorage::alloc(compute(dtype), 2 * rows, s)?;
+    if rows > 0 {
+        let args = Args::new()
+            .arg(ptr(x))
+            .arg(ptr(targets))
+            .arg(loss.ptr_at(0))
+            .arg(stats.ptr_at(0))
+            .arg(rows as i64)
+            .arg(d as i64)
+            .arg(ld as i64)
+            .arg(smoothing);
+        let grid = (rows.min(1 << 20) as u32, 1, 1);
+        launch(Family::Softmax, dtype, "cross_entropy", grid, (cross_entropy_block(dtype, d), 1, 1), s, args)?;
+    }
+    Ok(vec![loss, stats])
+}
+
+/// The derivative of [`cross_entropy`] in x, from the row statistics and
+/// the loss's cotangent `g`.
+fn cross_entropy_vjp(
+    s: &Arc<GpuStream>,
+    smoothing: f64,
+    x: Input,
+    targets: Input,
+    stats: Input,
+    g: Input,
+) -> Result<CudaStorage> {
+    let dtype = x.0.dtype();
+    let (rows, d) = rows_of(x);
+    let ld = row_stride(x.1).unwrap_or(d);
+    // dx rows are spaced like x's (FastOp::output_layouts).
+    let dx = CudaStorage::alloc(dtype, rows * ld, s)?;
+    if rows * d > 0 {
+        let args = Args::new()
+            .arg(ptr(x))
+            .arg(ptr(targets))
+            .arg(ptr(stats))
+            .arg(ptr(g))
+            .arg(dx.ptr_at(0))
+            .arg(rows as i64)
+            .arg(d as i64)
+            .arg(ld as i64)
+            .arg(smoothing);
+        let grid = (rows.min(1 << 20) as u32, 1, 1);
+        launch(Family::Softmax, dtype, "cross_entropy_vjp", grid, (cross_entropy_block(dtype, d), 1, 1), s, args)?;
+    }
+    Ok(dx)
 }
 
 /// The rows of `x`: (count, length).

@@ -9,7 +9,6 @@ use super::allocator::{allocate, DeviceBuffer};
 use super::elementwise::{copy, fill, FillValue};
 use super::kernels::Family;
 use super::launch::{launch, Args};
-use super::scatter::copy_into;
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::dtype::Dtype;
@@ -224,9 +223,6 @@ pub(crate) fn matmul(
         Some((la, lb)) => (la, lb, batch * m, 1),
         None => (la.clone(), lb.clone(), m, batch),
     };
-    if batch == 1 && needs_padding(dt, m, k, n) {
-        return padded_product(s, a, &la, b, &lb);
-    }
     let out = CudaStorage::alloc(dt, batch * m * n, s)?;
     // Operands cuBLASLt cannot read in place are made contiguous first.
     let readable = |l: &Layout| {
@@ -310,68 +306,6 @@ pub(crate) fn matmul(
     }
     .map_err(blas_error)?;
     Ok(out)
-}
-
-/// Half-precision products are padded to dimensions that are multiples of
-/// this: cuBLASLt runs its slow one-element-aligned kernels otherwise (a
-/// vocabulary of 50257 costs 3-4× in time).
-const PAD_TO: usize = 8;
-
-/// Whether an `[m, k] · [k, n]` product runs faster on padded operands: a
-/// half-precision product with a dimension that is not a multiple of
-/// [`PAD_TO`], large enough in every dimension for the copies to be small
-/// next to the product.
-fn needs_padding(dt: Dtype, m: usize, k: usize, n: usize) -> bool {
-    matches!(dt, Dtype::F16 | Dtype::BF16)
-        && [m, k, n].iter().any(|d| !d.is_multiple_of(PAD_TO))
-        && [m, k, n].iter().all(|&d| d >= 256)
-}
-
-/// `x` (read through the 2-D layout `l`) in a zero-filled `[rows, cols]`
-/// buffer of the same orientation (row-major unless `l` is column-major),
-/// with the layout to read it through; `x` itself when no padding is needed.
-fn pad_operand<'a>(
-    s: &Arc<GpuStream>,
-    x: &'a CudaStorage,
-    l: &Layout,
-    rows: usize,
-    cols: usize,
-    keep: &'a mut Option<CudaStorage>,
-) -> Result<(&'a CudaStorage, Layout)> {
-    if l.shape == [rows, cols] {
-        return Ok((x, l.clone()));
-    }
-    let dt = x.dtype();
-    let padded = fill(s, FillValue::default(), dt, rows * cols)?;
-    let column_major = l.strides[0] == 1 && l.strides[1] != 1;
-    let strides = if column_major { vec![1, rows as isize] } else { vec![cols as isize, 1] };
-    let window = Layout { shape: l.shape.clone(), strides: strides.clone(), offset: 0 };
-    copy_into(s, x, l, &padded, &window)?;
-    let layout = Layout { shape: vec![rows, cols], strides, offset: 0 };
-    Ok((keep.insert(padded), layout))
-}
-
-/// The 2-D product `a · b` computed on operands zero-padded to multiples
-/// of [`PAD_TO`] (zeros along `K` add nothing), the padding rows and
-/// columns of the result dropped.
-fn padded_product(
-    s: &Arc<GpuStream>,
-    a: &CudaStorage,
-    la: &Layout,
-    b: &CudaStorage,
-    lb: &Layout,
-) -> Result<CudaStorage> {
-    let up = |d: usize| d.div_ceil(PAD_TO) * PAD_TO;
-    let (m, k, n) = (la.shape[0], la.shape[1], lb.shape[1]);
-    let (mp, kp, np) = (up(m), up(k), up(n));
-    let (mut keep_a, mut keep_b) = (None, None);
-    let (pa, lpa) = pad_operand(s, a, la, mp, kp, &mut keep_a)?;
-    let (pb, lpb) = pad_operand(s, b, lb, kp, np, &mut keep_b)?;
-    let full = matmul(s, pa, &lpa, pb, &lpb)?;
-    if (mp, np) == (m, n) {
-        return Ok(full);
-    }
-    copy(s, &full, &Layout { shape: vec![m, n], strides: vec![np as isize, 1], offset: 0 }, a.dtype())
 }
 
 /// `[batch.., M, K] · [K, N]` (the batch of `b` broadcast, the rows of `a`

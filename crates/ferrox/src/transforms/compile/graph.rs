@@ -16,9 +16,10 @@ use std::sync::{Arc, OnceLock};
 /// When a compiled call runs as one recorded graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GraphReplay {
-    /// On the GPU, for functions of many small kernels (launch-bound: at
-    /// least 4 kernels, and at most 256 KiB of inputs and outputs per
-    /// kernel, since each replay copies them). The default.
+    /// On the GPU, for functions whose launches cost more than a replay's
+    /// copies of the inputs and outputs: at least 4 kernels, and at most
+    /// [`REPLAY_BYTES_PER_KERNEL`] of inputs and outputs per kernel. The
+    /// default.
     Auto,
     /// For every compiled function with fixed shapes whose graph runs on
     /// one stream, on every device (the CPU runs the graph op by op).
@@ -26,6 +27,13 @@ pub enum GraphReplay {
     /// Never: compiled calls build one node per recorded primitive.
     Never,
 }
+
+/// The inputs and outputs per kernel up to which [`GraphReplay::Auto`]
+/// replays: a launch costs the host 5-8 µs, in which the GPU copies about
+/// 10 MiB (read and written once at 4 TB/s); a replay copies its inputs in
+/// and its outputs out, so at this ratio its copies take at most about
+/// half the launches' host time.
+pub const REPLAY_BYTES_PER_KERNEL: usize = 4 << 20;
 
 const AUTO: u8 = 0;
 const ALWAYS: u8 = 1;
@@ -109,7 +117,7 @@ pub(crate) struct GraphCall {
     /// not arguments or constants), without repeats.
     outputs: Vec<Ref>,
     stream: Stream,
-    /// Whether the default policy replays it: many small kernels on the GPU
+    /// Whether the default policy replays it: launch-bound on the GPU
     /// (fixed per trace, since the trace fixes the shapes).
     launch_bound: bool,
     slot: ReplaySlot,
@@ -140,7 +148,8 @@ impl GraphCall {
         let kernels = tape.nodes.iter().filter(|n| !n.primitive.is_view()).count();
         let bytes: usize = tape.input_specs.iter().map(nbytes).sum::<usize>()
             + outputs.iter().map(|&r| nbytes(node_output(tape, r))).sum::<usize>();
-        let launch_bound = stream.device.kind == DeviceType::Gpu && kernels >= 4 && bytes <= kernels * (256 << 10);
+        let launch_bound =
+            stream.device.kind == DeviceType::Gpu && kernels >= 4 && bytes <= kernels * REPLAY_BYTES_PER_KERNEL;
         let varying = tape.input_specs.len();
         Some(GraphCall { tape: tape.clone(), outputs, stream, launch_bound, slot: ReplaySlot::new(varying) })
     }

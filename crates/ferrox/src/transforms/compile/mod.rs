@@ -32,7 +32,7 @@ mod graph;
 mod simplify;
 mod tape;
 
-pub use graph::{graph_replay, set_graph_replay, GraphReplay};
+pub use graph::{graph_replay, set_graph_replay, GraphReplay, REPLAY_BYTES_PER_KERNEL};
 pub(crate) use graph::{recording as is_recording, RecordingGuard};
 
 use crate::array::Array;

@@ -1,5 +1,6 @@
-// copy.cu: casting copies from the module dtype T (the SOURCE type) and a
-// same-type tiled transpose.
+// copy.cu: casting copies from the module dtype T (the SOURCE type), a
+// same-type tiled transpose, and byte ranges moved in batches
+// (copy_segments, at the end).
 //
 // Kernels (blockDim 256, any gridDim.x >= 1; n may be 0; y contiguous):
 //   to_<dst>_contig (const T* x, DST* y, long long n)              x contiguous
@@ -176,4 +177,46 @@ extern "C" __global__ void __launch_bounds__(256, FX_TR_MIN_BLOCKS)
         }
     }
     fx_transpose_scalar(x, y, batch, rows, cols, sb, sr, sc);
+}
+
+// Many byte ranges moved by one launch (the inputs and outputs of a
+// replayed CUDA graph; graph.rs):
+//   copy_segments(FxSegments segs)
+//       moves segs.bytes[i] bytes from segs.src[i] to segs.dst[i] for
+//       i < segs.count; blockDim 256, one block per FX_SEGMENT_CHUNK bytes of
+//       a segment: block b copies chunk b - first_chunk[i] of the segment i
+//       with first_chunk[i] <= b < first_chunk[i + 1] (gridDim.x is
+//       first_chunk[count]). 16-byte packs where both ends are aligned.
+#define FX_SEGMENTS 96
+#define FX_SEGMENT_CHUNK 32768
+
+struct FxSegments {
+    unsigned long long src[FX_SEGMENTS];
+    unsigned long long dst[FX_SEGMENTS];
+    unsigned long long bytes[FX_SEGMENTS];
+    unsigned int first_chunk[FX_SEGMENTS + 1];
+    int count;
+};
+
+extern "C" __global__ void copy_segments(const FxSegments segs) {
+    const unsigned int b = blockIdx.x;
+    int lo = 0, hi = segs.count - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (segs.first_chunk[mid] <= b) lo = mid;
+        else hi = mid - 1;
+    }
+    const unsigned long long begin = (unsigned long long)(b - segs.first_chunk[lo]) * FX_SEGMENT_CHUNK;
+    const unsigned long long left = segs.bytes[lo] - begin;
+    const unsigned long long n = left < FX_SEGMENT_CHUNK ? left : FX_SEGMENT_CHUNK;
+    const unsigned char* src = reinterpret_cast<const unsigned char*>(segs.src[lo]) + begin;
+    unsigned char* dst = reinterpret_cast<unsigned char*>(segs.dst[lo]) + begin;
+    unsigned long long done = 0;
+    if (((reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst)) & 15) == 0) {
+        const unsigned long long packs = n / 16;
+        for (unsigned long long i = threadIdx.x; i < packs; i += blockDim.x)
+            reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+        done = packs * 16;
+    }
+    for (unsigned long long i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
