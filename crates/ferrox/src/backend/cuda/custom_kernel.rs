@@ -8,7 +8,7 @@
 use super::compiler::compile_with_options;
 use super::device::gpu;
 use super::elementwise::{fill, FillValue};
-use super::launch::{launch_function, Args};
+use super::launch::{allow_dynamic_shared, launch_function, Args};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::cpu::{creation, CpuStorage};
@@ -116,10 +116,7 @@ fn function(kernel: &KernelLaunch) -> Result<sys::CUfunction> {
     let loaded =
         cache.get_mut(&kernel.code).and_then(|m| m.get_mut(&kernel.name)).expect("the kernel was loaded above");
     if kernel.shared_memory > loaded.shared_memory {
-        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        let bytes = i32::try_from(kernel.shared_memory).unwrap_or(i32::MAX);
-        // SAFETY: the function is loaded.
-        unsafe { sys::cuFuncSetAttribute(loaded.function, attribute, bytes) }.result().map_err(|e| Error::Device {
+        allow_dynamic_shared(loaded.function, kernel.shared_memory).map_err(|e| Error::Device {
             op: OP,
             msg: format!("The kernel cannot have {} bytes of dynamic shared memory ({e:?}).", kernel.shared_memory),
         })?;

@@ -124,6 +124,15 @@ pub(crate) fn launch(
     launch_in(Module::Family(family, dtype), name, grid, block, stream, args)
 }
 
+/// Lets the loaded kernel `f` use `bytes` of dynamic shared memory (a
+/// kernel must opt in to more than the default 48 KiB).
+pub(crate) fn allow_dynamic_shared(f: sys::CUfunction, bytes: u32) -> std::result::Result<(), result::DriverError> {
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
+    // SAFETY: `f` is a loaded function; the call sets one attribute.
+    unsafe { sys::cuFuncSetAttribute(f, attribute, bytes) }.result()
+}
+
 /// [`launch`] with `shared` bytes of dynamic shared memory (raising the
 /// kernel's limit first where it exceeds the default 48 KiB).
 #[allow(clippy::too_many_arguments)]
@@ -139,11 +148,7 @@ pub(crate) fn launch_with_shared(
 ) -> Result<()> {
     let f = function(Module::Family(family, dtype), name)?;
     if shared > 48 * 1024 {
-        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        // SAFETY: `f` is a loaded function; the call sets one attribute.
-        unsafe { sys::cuFuncSetAttribute(f, attribute, shared as i32) }
-            .result()
-            .map_err(driver_error("shared memory"))?;
+        allow_dynamic_shared(f, shared).map_err(driver_error("shared memory"))?;
     }
     // SAFETY: the argument list matches the kernel's signature (each caller
     // mirrors the ABI documented in the kernel file).

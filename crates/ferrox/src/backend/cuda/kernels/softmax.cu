@@ -60,38 +60,47 @@ __device__ __forceinline__ void fx_lse_add4(TC& m, TC& s, TC a, TC b, TC c, TC e
     m = mn;
 }
 
-// The row's (max, sum of exp(x - max)), valid in every thread.
-__device__ __forceinline__ void fx_row_lse(const T* xr, long long d, TC& m_out, TC& s_out) {
+// Merges the pairs (m, s) and sums `total` across the warp, into every lane.
+__device__ __forceinline__ void fx_lse_warp_merge(TC& m, TC& s, TC& total) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const TC m2 = __shfl_xor_sync(0xffffffffu, m, o);
+        const TC s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        total += __shfl_xor_sync(0xffffffffu, total, o);
+        fx_lse_merge(m, s, m2, s2);
+    }
+}
+
+// Merges the block's pairs (m, s) and sums its `total`, into every thread.
+__device__ __forceinline__ void fx_lse_block_merge(TC& m, TC& s, TC& total) {
     __shared__ TC red_m[32];
     __shared__ TC red_s[32];
+    __shared__ TC red_t[32];
+    fx_lse_warp_merge(m, s, total);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    if (lane == 0) {
+        red_m[warp] = m;
+        red_s[warp] = s;
+        red_t[warp] = total;
+    }
+    __syncthreads();
+    m = lane < warps ? red_m[lane] : -(TC)fx_inf_f32();
+    s = lane < warps ? red_s[lane] : (TC)0;
+    total = lane < warps ? red_t[lane] : (TC)0;
+    fx_lse_warp_merge(m, s, total);
+    __syncthreads();  // red_* is rewritten by the next row
+}
+
+// The row's (max, sum of exp(x - max)), valid in every thread.
+__device__ __forceinline__ void fx_row_lse(const T* xr, long long d, TC& m_out, TC& s_out) {
     const TC ninf = -(TC)fx_inf_f32();
-    TC m = ninf, s = 0;
+    TC m = ninf, s = 0, unused = 0;
     const long long step = blockDim.x;
     long long i = threadIdx.x;
     for (; i + 3 * step < d; i += 4 * step)
         fx_lse_add4(m, s, fx_to_c(xr[i]), fx_to_c(xr[i + step]), fx_to_c(xr[i + 2 * step]), fx_to_c(xr[i + 3 * step]));
     for (; i < d; i += step) fx_lse_add4(m, s, fx_to_c(xr[i]), ninf, ninf, ninf);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const TC m2 = __shfl_xor_sync(0xffffffffu, m, o);
-        const TC s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        fx_lse_merge(m, s, m2, s2);
-    }
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    if (lane == 0) {
-        red_m[warp] = m;
-        red_s[warp] = s;
-    }
-    __syncthreads();
-    m = lane < warps ? red_m[lane] : ninf;
-    s = lane < warps ? red_s[lane] : (TC)0;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const TC m2 = __shfl_xor_sync(0xffffffffu, m, o);
-        const TC s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        fx_lse_merge(m, s, m2, s2);
-    }
-    __syncthreads();  // red_* is rewritten by the next row
+    fx_lse_block_merge(m, s, unused);
     m_out = m;
     s_out = s;
 }
@@ -108,39 +117,6 @@ __device__ __forceinline__ long long fx_ce_head(const T* xr, long long d) {
     const long long misaligned = ((unsigned long long)xr & 15) / sizeof(T);
     const long long head = misaligned == 0 ? 0 : V - misaligned;
     return head < d ? head : d;
-}
-
-// Merges the block's (m, s, total) into every thread.
-__device__ __forceinline__ void fx_ce_block_merge(TC& m, TC& s, TC& total) {
-    __shared__ TC red_m[32];
-    __shared__ TC red_s[32];
-    __shared__ TC red_t[32];
-    const TC ninf = -(TC)fx_inf_f32();
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const TC m2 = __shfl_xor_sync(0xffffffffu, m, o);
-        const TC s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        total += __shfl_xor_sync(0xffffffffu, total, o);
-        fx_lse_merge(m, s, m2, s2);
-    }
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    if (lane == 0) {
-        red_m[warp] = m;
-        red_s[warp] = s;
-        red_t[warp] = total;
-    }
-    __syncthreads();
-    m = lane < warps ? red_m[lane] : ninf;
-    s = lane < warps ? red_s[lane] : (TC)0;
-    total = lane < warps ? red_t[lane] : (TC)0;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const TC m2 = __shfl_xor_sync(0xffffffffu, m, o);
-        const TC s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        total += __shfl_xor_sync(0xffffffffu, total, o);
-        fx_lse_merge(m, s, m2, s2);
-    }
-    __syncthreads();  // red_* is rewritten by the next row
 }
 
 extern "C" __global__ void cross_entropy(const T* x, const int* targets, T* loss, TC* stats, long long rows,
@@ -179,7 +155,7 @@ extern "C" __global__ void cross_entropy(const T* x, const int* targets, T* loss
             total += a - pivot;
             fx_lse_add4(m, s, a, ninf, ninf, ninf);
         }
-        fx_ce_block_merge(m, s, total);
+        fx_lse_block_merge(m, s, total);
         if (threadIdx.x == 0) {
             const long long t = fx_ce_class(targets[r], d);
             const TC log_sum = fx_log(s);
