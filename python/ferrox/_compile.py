@@ -119,43 +119,15 @@ def _fill(t: Any, it: Any, restore: List[Tuple[Any, Any, Any]]) -> Any:
     return type(original)(values)
 
 
-def _state_arrays(tree: Any) -> List[array]:
-    """The arrays of a state tree, in order (other leaves are ignored)."""
-    out: List[array] = []
-    if isinstance(tree, array):
-        out.append(tree)
-    elif _is_node(tree):
-        _collect_arrays(tree, out)
-    return out
-
-
-def _collect_arrays(node: Any, out: List[array]) -> None:
-    """Appends the arrays under the inner node ``node`` to ``out``, in
-    ``_children`` order. (Called on every compiled call for the whole
-    captured state, a model's parameters and an optimizer's moments:
-    written without per-node lists or generators.)"""
-    for child in node.values() if isinstance(node, dict) else node:
-        if isinstance(child, array):
-            out.append(child)
-        elif isinstance(child, (list, tuple, dict)):
-            _collect_arrays(child, out)
-
-
-def _fill_state(tree: Any, values: Any, replaced: Optional[List[Tuple[Any, Any, Any]]] = None) -> None:
-    """Replaces the arrays of a state tree in place, in order, by ``values``
-    (recording each replaced entry in ``replaced`` when given)."""
-    if not _is_node(tree):
-        return
-    # Replacing a dict's values while walking its items keeps its keys.
-    for key, child in tree.items() if isinstance(tree, dict) else enumerate(tree):
-        if isinstance(child, array):
-            if isinstance(tree, tuple):
-                raise ValueError("[compile] Captured state cannot hold arrays directly in a tuple.")
-            if replaced is not None:
-                replaced.append((tree, key, child))
-            tree[key] = next(values)
-        elif isinstance(child, (list, tuple, dict)):
-            _fill_state(child, values, replaced)
+# The arrays of a state tree in order (lists, tuples and dicts, subclasses
+# such as nn.Module included; other leaves are ignored), and their in-place
+# replacement: ``_fill_state(tree, values, replaced=None)`` puts the list
+# ``values`` in place of those arrays, appending ``(container, key, old)``
+# for each to ``replaced`` when given. Both run on every call of a compiled
+# function with captured state (a model and its optimizer: hundreds of
+# arrays), so they are written in Rust.
+_state_arrays = _core._state_arrays
+_fill_state = _core._fill_state
 
 
 class _CompiledFunction:
@@ -169,53 +141,59 @@ class _CompiledFunction:
         self._shapeless = shapeless
         self._core = _core._Compiled(self._trace, shapeless)
         self._call = None
+        # The output template and output count of each trace, by the
+        # core's trace id; a new trace's entry waits in ``_traced`` until
+        # the core call that made it returns the id.
         self._results = {}
+        self._traced = None
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         # As a method: the instance is the first argument.
         return self if instance is None else functools.partial(self, instance)
 
-    def _signature(self, arrays: List[array], key: str) -> Tuple:
-        dims = [(a.ndim if self._shapeless else tuple(a.shape), a.dtype) for a in arrays]
-        return (key, tuple(dims))
-
-    def _prepare(self, args: tuple, kwargs: dict) -> Tuple[List[array], str, Tuple]:
-        """The flat arrays of a call (arguments, then captured state), its
-        key and its signature; records what a trace of it needs in
-        ``self._call`` (the caller clears it)."""
+    def _prepare(self, args: tuple, kwargs: dict) -> Tuple[List[array], str]:
+        """The flat arrays of a call (arguments, then captured state) and
+        its key; records what a trace of it needs in ``self._call`` (the
+        caller clears it)."""
         parts: List[str] = []
         arg_arrays: List[array] = []
         template = _split((args, kwargs), parts, arg_arrays, "arguments")
         state = _state_arrays(self._inputs)
         key = f"{''.join(parts)}|{len(arg_arrays)}|{len(state)}"
-        flat_in = arg_arrays + state
-        signature = self._signature(flat_in, key)
-        self._call = (template, len(arg_arrays), signature)
-        return flat_in, key, signature
+        self._call = (template, len(arg_arrays))
+        return arg_arrays + state, key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not _core._compile_enabled():
             return self._fun(*args, **kwargs)
-        flat_in, key, signature = self._prepare(args, kwargs)
+        flat_in, key = self._prepare(args, kwargs)
+        self._traced = None  # left over from a call whose trace failed
         try:
-            flat = self._core(flat_in, key)
+            flat, trace = self._core(flat_in, key)
         finally:
             self._call = None
-        out_template, n_out = self._results[signature]
+        out_template, n_out = self._results_of(trace)
         result = _join(out_template, flat[:n_out], [])
         if self._outputs is not None:
-            _fill_state(self._outputs, iter(flat[n_out:]))
+            _fill_state(self._outputs, flat[n_out:])
         return result
+
+    def _results_of(self, trace: int) -> Tuple[Any, int]:
+        """The output template and output count of trace ``trace`` (filed
+        now if the core call that returned the id made the trace)."""
+        if self._traced is not None:
+            self._results[trace], self._traced = self._traced, None
+        return self._results[trace]
 
     def _trace(self, placeholders: List[array]) -> List[array]:
         """Runs the function on the core's placeholders (a new trace)."""
-        template, n_args, signature = self._call
+        template, n_args = self._call
         restore: List[Tuple[Any, Any, Any]] = []
         args, kwargs = _join(template, placeholders[:n_args], restore)
         saved_outputs = _state_arrays(self._outputs)
         # The function may add entries to the state (an optimizer's first
         # update); only the replaced ones are put back afterwards.
-        _fill_state(self._inputs, iter(placeholders[n_args:]), restore)
+        _fill_state(self._inputs, placeholders[n_args:], restore)
         done = False
         try:
             out = self._fun(*args, **kwargs)
@@ -228,8 +206,8 @@ class _CompiledFunction:
             for container, key, value in reversed(restore):
                 container[key] = value
             if not done and len(_state_arrays(self._outputs)) == len(saved_outputs):
-                _fill_state(self._outputs, iter(saved_outputs))
-        self._results[signature] = (out_template, len(out_arrays))
+                _fill_state(self._outputs, saved_outputs)
+        self._traced = (out_template, len(out_arrays))
         return out_arrays + state_out
 
     def cache_info(self) -> Tuple[int, int, int]:
@@ -252,11 +230,14 @@ class _CompiledFunction:
         """The primitives a call with these arguments replays, in order
         (fused elementwise groups appear as ``Compiled[...]``); traces if
         needed."""
-        flat_in, key, _ = self._prepare(args, kwargs)
+        flat_in, key = self._prepare(args, kwargs)
+        self._traced = None
         try:
-            return self._core.graph(flat_in, key, fused)
+            graph, trace = self._core.graph(flat_in, key, fused)
         finally:
             self._call = None
+        self._results_of(trace)
+        return graph
 
 
 def compile(

@@ -381,6 +381,45 @@ def test_captured_state_trains_like_uncompiled(rng):
     assert hits >= 3 and misses <= 2
 
 
+def test_captured_state_trees_and_their_errors():
+    a, b, c = fx.array([1.0]), fx.array([2.0]), fx.array([3.0])
+    state = {"w": a, "layers": [{"b": b}, (None, {"c": c})], "n": 3}
+    step = fx.compile(lambda: state["w"] + state["layers"][1][1]["c"], inputs=state, outputs=state)
+    _same(step(), fx.array([4.0]))
+    # The state's arrays come back in place, in order, other leaves untouched.
+    assert state["n"] == 3 and state["layers"][1][0] is None
+    _same(state["layers"][0]["b"], b)
+
+    looped = {"w": fx.ones((2,))}
+    looped["self"] = looped
+    with pytest.raises(ValueError, match="itself or is nested too deeply"):
+        fx.compile(lambda: looped["w"] * 2, inputs=looped)()
+    bad = [(fx.ones((2,)),)]
+    with pytest.raises(ValueError, match="directly in a tuple"):
+        fx.compile(lambda: bad[0][0] * 2, inputs=bad, outputs=bad)()
+
+
+def test_graph_then_calls_and_a_failed_trace_between(rng):
+    fail = [False]
+
+    def f(x):
+        if fail[0]:
+            raise RuntimeError("trace failed")
+        return {"y": x * 2}
+
+    c = fx.compile(f)
+    x = fx.array(rng.standard_normal((3,)).astype(np.float32))
+    assert c.graph(x) == ["multiply"]  # traces
+    _same(c(x)["y"], x * 2)  # a hit on the trace graph() made
+    fail[0] = True
+    with pytest.raises(RuntimeError, match="trace failed"):
+        c(x[:2])
+    fail[0] = False
+    _same(c(x + 1)["y"], (x + 1) * 2)
+    _same(c(x[:2])["y"], x[:2] * 2)
+    assert c.cache_info() == (2, 2, 2)
+
+
 def test_disable_and_enable_compile(rng):
     calls = []
 

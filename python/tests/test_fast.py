@@ -223,6 +223,31 @@ def test_norm_gradients_match_ops(rng, dtype, shape):
             close(a, to64(r), dtype, scale=20)
 
 
+@pytest.mark.parametrize("dtype", list(TOL))
+@pytest.mark.parametrize("d", [16384, 32768])
+def test_norms_of_long_rows_forward_and_backward(rng, dtype, d):
+    # On the GPU, rows this long need more threads than a block of the
+    # register-cached kernels may have: the norms take the general kernels.
+    x = rounded(rng.normal(size=(2, d)) * 2 + 1, dtype)
+    w = rounded(rng.normal(size=(d,)), dtype)
+    b = rounded(rng.normal(size=(d,)), dtype)
+    g = rounded(rng.normal(size=(2, d)), dtype)
+    close(fx.fast.rms_norm(fx_from(x, dtype), fx_from(w, dtype), 1e-5), rms_ref(x, w, 1e-5), dtype, scale=2)
+    close(fx.fast.layer_norm(fx_from(x, dtype), fx_from(w, dtype), fx_from(b, dtype), 1e-5), ln_ref(x, w, b, 1e-5),
+          dtype, scale=2)
+    args = [fx_from(a, dtype) for a in (x, w, b)]
+    x64, w64, b64 = (fx_from(a, "float64") for a in (x, w, b))
+    for name, fused, ops in _norm_fns():
+        got = fx.vjp(fused, args, [fx_from(g, dtype)])[1]
+        want = fx.vjp(ops, [x64, w64, b64], [fx_from(g, "float64")])[1]
+        for i, (a, r) in enumerate(zip(got, want)):
+            if name == "rms" and i == 2:
+                continue  # rms_norm has no bias
+            # The weight and bias cotangents sum over rows: scale by their magnitude.
+            scale = 20 * (1 if i == 0 else float(np.abs(to64(r)).max() + 1))
+            close(a, to64(r), dtype, scale=scale)
+
+
 def test_norm_gradient_without_weight_and_finite_differences(rng):
     x = fx_from(rng.normal(size=(3, 6)), "float64")
     cot = rng.normal(size=(3, 6))

@@ -311,3 +311,37 @@ def test_view_reinterprets_bytes():
         fx.grad(lambda x: fx.view(x, fx.int32).astype(fx.float32).sum())(fx.array([1.0]))
     out = fx.vmap(lambda x: fx.view(x, fx.uint8))(fx.array(np.array([[1, 2], [3, 4]], dtype=np.uint16)))
     check(out, np.array([[1, 2], [3, 4]], dtype=np.uint16).view(np.uint8), exact=True)
+
+
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_constant_pad_of_every_dtype_and_layout(name, rng):
+    # A constant pad is a slice update of a broadcast value: on the GPU one
+    # kernel writes the padding and the window together.
+    x = rand(rng, (3, 5, 4), name)
+    value = x.flat[0]
+    widths = ((1, 0), (2, 3), (0, 5))
+    want = np.pad(x, widths, constant_values=value)
+    got = fx.pad(to_fx(x, name), widths, constant_values=to_fx(np.asarray(value), name))
+    assert_close(got, want, name)
+    # A transposed, a reversed and a broadcast operand; an empty one; 1-D.
+    xt = to_fx(x, name).transpose(2, 0, 1)
+    assert_close(fx.pad(xt, ((0, 1), (1, 1), (2, 0))), np.pad(x.transpose(2, 0, 1), ((0, 1), (1, 1), (2, 0))), name)
+    assert_close(fx.pad(to_fx(x, name)[::-1, :, ::-2], 2), np.pad(x[::-1, :, ::-2], 2), name)
+    row = to_fx(x[0, :1], name)
+    assert_close(fx.pad(fx.broadcast_to(row, (6, 4)), ((1, 1), (0, 2))), np.pad(np.broadcast_to(x[0, :1], (6, 4)), ((1, 1), (0, 2))), name)
+    assert_close(fx.pad(to_fx(x[:, :0], name), ((1, 1), (2, 0), (0, 1))), np.pad(x[:, :0], ((1, 1), (2, 0), (0, 1))), name)
+    assert_close(fx.pad(to_fx(x[0, 0], name), (3, 2)), np.pad(x[0, 0], (3, 2)), name)
+
+
+@pytest.mark.parametrize("index", [np.s_[1:3, 2:], np.s_[:, ::2], np.s_[::-1, 1:4], np.s_[2:2], np.s_[4, 1:5], np.s_[:, 3:4]])
+def test_slice_cotangent_is_zero_outside_the_window(index, rng):
+    x = rng.standard_normal((5, 4100)).astype(np.float32)
+    out_shape = x[index].shape
+    g = rng.standard_normal(out_shape).astype(np.float32)
+    _, (dx,) = fx.vjp(lambda a: a[index], [fx.array(x)], [fx.array(g)])
+    want = np.zeros_like(x)
+    want[index] = g
+    np.testing.assert_array_equal(np.array(dx), want)
+    for dtype in (fx.bfloat16, fx.float16):
+        _, (dxh,) = fx.vjp(lambda a: a[index], [fx.array(x).astype(dtype)], [fx.array(g).astype(dtype)])
+        np.testing.assert_array_equal(np.array(dxh.astype(fx.float32)), np.array(fx.array(want).astype(dtype).astype(fx.float32)))

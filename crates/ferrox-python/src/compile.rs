@@ -10,7 +10,7 @@ use ferrox::transforms::compile::{self, CompiledFunction};
 use ferrox::Array;
 use ferrox_python_macros::guarded;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// Calls the Python function `fun` on a list of arrays; it must return a
 /// list of arrays.
@@ -53,13 +53,19 @@ impl PyCompiled {
         PyCompiled { inner: CompiledFunction::new(Box::new(move |xs| call_python(&fun, xs)), shapeless) }
     }
 
-    /// The outputs of the function on `arrays`; `key` is the rest of the
-    /// call's signature.
+    /// `(outputs, trace id)`: the outputs of the function on `arrays`
+    /// (`key` is the rest of the call's signature) and the id of the trace
+    /// that computed them (see `CompiledFunction::call_traced`).
     #[guarded]
-    fn __call__<'py>(&self, py: Python<'py>, arrays_: &Bound<'py, PyAny>, key: &str) -> PyResult<Bound<'py, PyList>> {
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        arrays_: &Bound<'py, PyAny>,
+        key: &str,
+    ) -> PyResult<(Bound<'py, PyList>, u64)> {
         let xs = arrays(arrays_)?;
-        let outs = self.inner.call_keyed(&xs, key).py()?;
-        PyList::new(py, outs.into_iter().map(PyArray::wrap))
+        let (outs, trace) = self.inner.call_traced(&xs, key).py()?;
+        Ok((PyList::new(py, outs.into_iter().map(PyArray::wrap))?, trace))
     }
 
     /// `(hits, misses, traces held)`.
@@ -85,12 +91,124 @@ impl PyCompiled {
         self.inner.clear_cache();
     }
 
-    /// The primitives a call with `arrays` and `key` replays (fused or not).
+    /// `(primitives, trace id)`: the primitives a call with `arrays` and
+    /// `key` replays (fused or not), and the id of their trace.
     #[guarded]
-    fn graph(&self, arrays_: &Bound<'_, PyAny>, key: &str, fused: bool) -> PyResult<Vec<String>> {
+    fn graph(&self, arrays_: &Bound<'_, PyAny>, key: &str, fused: bool) -> PyResult<(Vec<String>, u64)> {
         let xs = arrays(arrays_)?;
-        self.inner.graph(&xs, key, fused).py()
+        self.inner.graph_traced(&xs, key, fused).py()
     }
+}
+
+/// How deep `_state_arrays` and `_fill_state` follow nested containers (a
+/// tree deeper than this, or one holding itself, is refused).
+const MAX_STATE_DEPTH: usize = 256;
+
+fn too_deep() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "[compile] The captured state contains a reference to itself or is nested too deeply.",
+    )
+}
+
+/// Whether `x` is a container of a state tree (a list, tuple or dict,
+/// subclasses included).
+fn is_container(x: &Bound<'_, PyAny>) -> bool {
+    x.is_instance_of::<PyDict>() || x.is_instance_of::<PyList>() || x.is_instance_of::<PyTuple>()
+}
+
+/// The children of container `node`: `(key, child)` pairs of a dict in
+/// order, or `(index, child)` of a list or tuple.
+fn children<'py>(node: &Bound<'py, PyAny>) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    let py = node.py();
+    if let Ok(d) = node.downcast::<PyDict>() {
+        return Ok(d.iter().collect());
+    }
+    let items: Vec<Bound<'py, PyAny>> = match node.downcast::<PyList>() {
+        Ok(l) => l.iter().collect(),
+        Err(_) => node.downcast::<PyTuple>()?.iter().collect(),
+    };
+    items.into_iter().enumerate().map(|(i, c)| Ok((i.into_pyobject(py)?.into_any(), c))).collect()
+}
+
+fn collect_state<'py>(node: &Bound<'py, PyAny>, out: &Bound<'py, PyList>, depth: usize) -> PyResult<()> {
+    if node.is_instance_of::<PyArray>() {
+        return out.append(node);
+    }
+    if !is_container(node) {
+        return Ok(());
+    }
+    if depth >= MAX_STATE_DEPTH {
+        return Err(too_deep());
+    }
+    let items: Vec<Bound<'py, PyAny>> = match node.downcast::<PyDict>() {
+        Ok(d) => d.values().iter().collect(),
+        Err(_) => node.try_iter()?.collect::<PyResult<_>>()?,
+    };
+    items.iter().try_for_each(|child| collect_state(child, out, depth + 1))
+}
+
+/// The arrays of a state tree (lists, tuples and dicts, subclasses such as
+/// `nn.Module` included), in order; other leaves are ignored. Called by a
+/// compiled function with captured state on every call, so written here
+/// rather than in Python.
+#[pyfunction]
+fn _state_arrays<'py>(tree: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(tree.py());
+    collect_state(tree, &out, 0)?;
+    Ok(out)
+}
+
+fn fill_state(
+    node: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyList>,
+    next: &mut usize,
+    replaced: Option<&Bound<'_, PyList>>,
+    depth: usize,
+) -> PyResult<()> {
+    if depth >= MAX_STATE_DEPTH {
+        return Err(too_deep());
+    }
+    let is_tuple = node.is_instance_of::<PyTuple>();
+    for (key, child) in children(node)? {
+        if child.is_instance_of::<PyArray>() {
+            if is_tuple {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "[compile] Captured state cannot hold arrays directly in a tuple.",
+                ));
+            }
+            if *next >= values.len() {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "[compile] The captured state holds more arrays than the function returned for it.",
+                ));
+            }
+            if let Some(r) = replaced {
+                r.append((node, &key, &child))?;
+            }
+            // Through the object's own item assignment, as `tree[key] = value`.
+            node.set_item(&key, values.get_item(*next)?)?;
+            *next += 1;
+        } else if is_container(&child) {
+            fill_state(&child, values, next, replaced, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the arrays of a state tree in place, in order, by `values`
+/// (appending `(container, key, old array)` for each to `replaced` when
+/// given); returns how many values it used.
+#[pyfunction]
+#[pyo3(signature = (tree, values, replaced = None))]
+fn _fill_state(
+    tree: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyList>,
+    replaced: Option<&Bound<'_, PyList>>,
+) -> PyResult<usize> {
+    let mut next = 0;
+    if is_container(tree) {
+        fill_state(tree, values, &mut next, replaced, 0)?;
+    }
+    Ok(next)
 }
 
 /// Makes compiled functions trace and replay (the default).
@@ -141,5 +259,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(disable_compile, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_graph_replay, m)?)?;
+    m.add_function(wrap_pyfunction!(_state_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(_fill_state, m)?)?;
     Ok(())
 }

@@ -153,7 +153,10 @@ impl Primitive for Slice {
         Ok(view(&inputs[0], inputs[0].layout.slice(&self.start, &self.len, &self.step)))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        let zeros = ops::zeros_like(&inputs[0])?;
+        // A broadcast zero, not a filled buffer: backends write the padding
+        // and the window in one pass.
+        let zero = Array::scalar_of(crate::element::Scalar::Int(0), inputs[0].dtype());
+        let zeros = ops::broadcast_to(&zero, inputs[0].shape())?;
         Ok(vec![Array::from_primitive(
             inputs[0].shape().to_vec(),
             inputs[0].dtype(),

@@ -5,7 +5,7 @@
 
 use super::device::{driver_error, gpu};
 use super::kernels::Family;
-use super::launch::{grid_for, launch, launch_with_shared, resident_blocks, Args, BLOCK};
+use super::launch::{grid_for, launch, launch_with_shared, max_block_threads, resident_blocks, Args, BLOCK};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::fast_op::row_stride;
@@ -200,16 +200,23 @@ fn softmax_rows(s: &Arc<GpuStream>, kernel: &str, x: Input) -> Result<CudaStorag
 const NORM_PACKS_PER_THREAD: usize = 4;
 
 /// The `_packed` variant of a norm kernel and its block size, when every
-/// row fits in registers and every pointer allows 16-byte packs.
-fn packed_norm(kernel: &str, dtype: Dtype, d: usize, ptrs: &[u64]) -> Option<(String, u32)> {
+/// row fits in the registers of one block and every pointer allows 16-byte
+/// packs.
+fn packed_norm(kernel: &str, dtype: Dtype, d: usize, ptrs: &[u64]) -> Result<Option<(String, u32)>> {
     let per_pack = 16 / dtype.size();
     let packs = d / per_pack;
     let fits = d.is_multiple_of(per_pack) && packs <= 1024 * NORM_PACKS_PER_THREAD && packs > 0;
     if !fits || ptrs.iter().any(|p| p % 16 != 0) {
-        return None;
+        return Ok(None);
     }
-    let threads = packs.div_ceil(NORM_PACKS_PER_THREAD).next_power_of_two().clamp(32, 1024);
-    Some((format!("{kernel}_packed"), threads as u32))
+    let name = format!("{kernel}_packed");
+    let threads = packs.div_ceil(NORM_PACKS_PER_THREAD).next_power_of_two().clamp(32, 1024) as u32;
+    // The packed kernels hold a row in registers (up to about 250 a thread),
+    // so long rows need more threads than a block of them can have.
+    if threads > max_block_threads(Family::Norm, dtype, &name)? {
+        return Ok(None);
+    }
+    Ok(Some((name, threads)))
 }
 
 /// Whether a per-feature parameter is a vector (not a 0-d scalar).
@@ -238,7 +245,7 @@ fn norm_forward(
     let args = args.arg(y.ptr_at(0)).arg(rows as i64).arg(d as i32).arg(eps);
     let vectors = [Some(w), b].into_iter().flatten().filter(|p| p.1.ndim() == 1).map(ptr);
     let ptrs: Vec<u64> = [ptr(x), y.ptr_at(0)].into_iter().chain(vectors).collect();
-    match packed_norm(kernel, dtype, d, &ptrs) {
+    match packed_norm(kernel, dtype, d, &ptrs)? {
         Some((packed, threads)) => {
             // One wave of blocks; each keeps its weights in registers across rows.
             let per_sm = resident_blocks(Family::Norm, dtype, &packed, threads)? as usize;
@@ -265,7 +272,7 @@ fn norm_backward(
     let dx = CudaStorage::alloc(dtype, x.1.size(), s)?;
     let vectors = [Some(w), b].into_iter().flatten().filter(|p| p.1.ndim() == 1).map(ptr);
     let ptrs: Vec<u64> = [ptr(x), ptr(g), dx.ptr_at(0)].into_iter().chain(vectors).collect();
-    let packed = packed_norm(op, dtype, d, &ptrs);
+    let packed = packed_norm(op, dtype, d, &ptrs)?;
     // Each block folds its rows' weight (and bias) cotangents into one
     // partial row. The register-cached kernel gets exactly one wave of
     // blocks, so no SM idles in a partial last wave and there are few
@@ -476,14 +483,27 @@ const MMA_ROWS: usize = 64;
 /// Keys each tensor-core backward block handles (`FX_BWD_KEYS`).
 const MMA_BWD_KEYS: usize = 128;
 
-/// The dynamic shared memory of `attention_bwd_mma_<d>` (`FX_BWD_SMEM`):
-/// the block's keys, two buffers each of a 32-query tile of q and do, dS,
-/// and two buffers each of the tile's row statistics (two floats a row)
-/// and deltas.
+/// The backward kernel's tiling for head dimension `d` (64 or 128), as
+/// `FX_BWD_QT_<d>` and `FX_BWD_VS_<d>` in `kernels/attention.cu` set it:
+/// queries per tile, and whether V stays in shared memory (else each warp
+/// holds its keys' V rows in registers).
+fn mma_bwd_tiling(d: usize) -> (usize, bool) {
+    if d == 64 {
+        (32, true)
+    } else {
+        (64, false)
+    }
+}
+
+/// The dynamic shared memory of `attention_bwd_mma_<d>` (laid out in the kernel file):
+/// the block's keys (and values, per [`mma_bwd_tiling`]), two buffers each
+/// of a query tile of q and do, dS, and two buffers each of the tile's row
+/// statistics (two floats a row) and deltas.
 fn mma_bwd_shared_bytes(d: usize) -> u32 {
-    const QT: usize = 32;
+    let (qt, values) = mma_bwd_tiling(d);
     let pitch = d + 8;
-    ((MMA_BWD_KEYS * pitch + 4 * QT * pitch + QT * (MMA_BWD_KEYS + 8)) * 2 + 6 * QT * 4) as u32
+    let kv = if values { 2 } else { 1 } * MMA_BWD_KEYS * pitch;
+    ((kv + 4 * qt * pitch + qt * (MMA_BWD_KEYS + 8)) * 2 + 6 * qt * 4) as u32
 }
 
 fn attention_forward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CudaStorage>> {

@@ -111,6 +111,18 @@ pub(crate) fn resident_blocks(family: Family, dtype: Dtype, name: &str, threads:
     Ok(blocks.max(1) as u32)
 }
 
+/// The most threads a block of kernel `name` (of `family`'s module for
+/// `dtype`) may have: 1024, or fewer where its registers per thread would
+/// overflow the register file.
+pub(crate) fn max_block_threads(family: Family, dtype: Dtype, name: &str) -> Result<u32> {
+    let f = function(Module::Family(family, dtype), name)?;
+    let mut threads = 0;
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    // SAFETY: `f` is a loaded function; the query only reads an attribute.
+    unsafe { sys::cuFuncGetAttribute(&mut threads, attribute, f) }.result().map_err(driver_error("kernel limits"))?;
+    Ok(threads.max(1) as u32)
+}
+
 /// Launches kernel `name` of `family`'s module for `dtype` on `stream`.
 pub(crate) fn launch(
     family: Family,

@@ -36,8 +36,92 @@ pub(crate) fn slice_update(
     lu: &Layout,
     window: &Layout,
 ) -> Result<CudaStorage> {
+    if lb.strides.iter().all(|&st| st == 0) && lb.size() > 0 {
+        if let Some(boxed) = unit_step_box(&lb.shape, window, lu) {
+            return fill_around(s, base.ptr_at(lb.offset), update, lu, &lb.shape, boxed);
+        }
+    }
     let out = copy(s, base, lb, base.dtype())?;
     copy_into(s, update, lu, &out, window)?;
+    Ok(out)
+}
+
+/// Most axes `slice_update_fill` takes (`FxBox`).
+const BOX_DIMS: usize = 8;
+
+/// Elements of a row each block of `slice_update_fill` writes (`FX_FILL_CHUNK`).
+const FILL_CHUNK: usize = 4096;
+
+/// The kernels' `FxBox`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BoxParams {
+    ndim: i32,
+    shape: [i64; BOX_DIMS],
+    start: [i64; BOX_DIMS],
+    len: [i64; BOX_DIMS],
+    src_stride: [i64; BOX_DIMS],
+}
+
+/// The box that `window` (unit steps) covers in a row-contiguous array of
+/// `shape`, with `update`'s strides as the source's; None for windows with
+/// other steps, 0-d arrays or too many axes.
+fn unit_step_box(shape: &[usize], window: &Layout, update: &Layout) -> Option<BoxParams> {
+    let n = shape.len();
+    if n == 0 || n > BOX_DIMS || window.shape.len() != n {
+        return None;
+    }
+    let strides = contiguous_strides(shape);
+    let mut p = BoxParams {
+        ndim: n as i32,
+        shape: [0; BOX_DIMS],
+        start: [0; BOX_DIMS],
+        len: [0; BOX_DIMS],
+        src_stride: [0; BOX_DIMS],
+    };
+    // The window's first element, axis by axis (the strides are a mixed radix).
+    let mut rest = window.offset;
+    for d in 0..n {
+        if window.shape[d] > 1 && window.strides[d] != strides[d] {
+            return None;
+        }
+        let stride = strides[d] as usize;
+        p.shape[d] = shape[d] as i64;
+        p.start[d] = (rest / stride) as i64;
+        rest %= stride;
+        p.len[d] = window.shape[d] as i64;
+        p.src_stride[d] = update.strides[d] as i64;
+    }
+    Some(p)
+}
+
+/// A row-contiguous array of `shape`: the value at `fill` (one element on
+/// the device) outside `boxed`, `update` inside it.
+fn fill_around(
+    s: &Arc<GpuStream>,
+    fill: u64,
+    update: &CudaStorage,
+    lu: &Layout,
+    shape: &[usize],
+    boxed: BoxParams,
+) -> Result<CudaStorage> {
+    let out = CudaStorage::alloc(update.dtype(), shape.iter().product(), s)?;
+    let cols = shape[shape.len() - 1];
+    let rows = out.len() / cols.max(1);
+    if out.len() == 0 {
+        return Ok(out);
+    }
+    let chunks = u32::try_from(cols.div_ceil(FILL_CHUNK))
+        .map_err(|_| crate::error::Error::invalid("slice_update", "the array's last axis is too long"))?;
+    let grid = (chunks, rows.min(65535) as u32, 1);
+    let args = Args::new()
+        .arg(update.ptr_at(lu.offset))
+        .arg(fill)
+        .arg(out.ptr_at(0))
+        .arg(rows as i64)
+        .arg(cols as i64)
+        .arg(boxed);
+    launch(Family::Scatter, update.dtype(), "slice_update_fill", grid, (BLOCK, 1, 1), s, args)?;
     Ok(out)
 }
 

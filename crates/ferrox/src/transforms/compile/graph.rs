@@ -10,6 +10,7 @@ use crate::device::{DeviceType, Stream};
 use crate::error::{Error, Result};
 use crate::primitives::{opaque_primitive, Batched, OutputSpec, Primitive};
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -107,6 +108,17 @@ pub(crate) fn recording() -> bool {
     RECORDING.with(|d| d.get() > 0) || crate::transforms::autodiff::is_tracing()
 }
 
+/// Where a function's output comes from in a graph call.
+#[derive(Clone, Copy, Debug)]
+enum Return {
+    /// Argument `i`, returned as it is.
+    Input(usize),
+    /// The tape's constant `i`.
+    Constant(usize),
+    /// Output `i` of the graph node.
+    Output(usize),
+}
+
 /// A compiled function's graph as one node: its inputs are the function's
 /// arguments, then the tape's constants; its outputs the graph's values
 /// the function returns. Evaluation hands the tape to the backend's
@@ -116,6 +128,8 @@ pub(crate) struct GraphCall {
     /// The node outputs the call returns (the function's outputs that are
     /// not arguments or constants), without repeats.
     outputs: Vec<Ref>,
+    /// Where each of the function's outputs comes from.
+    returns: Vec<Return>,
     stream: Stream,
     /// Whether the default policy replays it: launch-bound on the GPU
     /// (fixed per trace, since the trace fixes the shapes).
@@ -139,11 +153,19 @@ impl GraphCall {
             return None;
         }
         let mut outputs: Vec<Ref> = Vec::new();
-        for &r in &tape.outputs {
-            if matches!(r, Ref::Node(..)) && !outputs.contains(&r) {
-                outputs.push(r);
-            }
-        }
+        let mut position: HashMap<Ref, usize> = HashMap::new();
+        let returns = tape
+            .outputs
+            .iter()
+            .map(|&r| match r {
+                Ref::Input(i) => Return::Input(i),
+                Ref::Constant(i) => Return::Constant(i),
+                node => Return::Output(*position.entry(node).or_insert_with(|| {
+                    outputs.push(node);
+                    outputs.len() - 1
+                })),
+            })
+            .collect();
         let nbytes = |o: &OutputSpec| o.dtype.size() * o.shape.iter().product::<usize>();
         let kernels = tape.nodes.iter().filter(|n| !n.primitive.is_view()).count();
         let bytes: usize = tape.input_specs.iter().map(nbytes).sum::<usize>()
@@ -151,7 +173,7 @@ impl GraphCall {
         let launch_bound =
             stream.device.kind == DeviceType::Gpu && kernels >= 4 && bytes <= kernels * REPLAY_BYTES_PER_KERNEL;
         let varying = tape.input_specs.len();
-        Some(GraphCall { tape: tape.clone(), outputs, stream, launch_bound, slot: ReplaySlot::new(varying) })
+        Some(GraphCall { tape: tape.clone(), outputs, returns, stream, launch_bound, slot: ReplaySlot::new(varying) })
     }
 
     /// Whether a call should run as this node now.
@@ -174,13 +196,12 @@ impl GraphCall {
         let args = inputs.iter().chain(&self.tape.constants).cloned().collect();
         let values = Array::siblings_on_stream(specs, self.clone(), args, self.stream)?;
         Ok(self
-            .tape
-            .outputs
+            .returns
             .iter()
             .map(|r| match *r {
-                Ref::Input(i) => inputs[i].clone(),
-                Ref::Constant(i) => self.tape.constants[i].clone(),
-                node => values[self.outputs.iter().position(|&o| o == node).expect("listed output")].clone(),
+                Return::Input(i) => inputs[i].clone(),
+                Return::Constant(i) => self.tape.constants[i].clone(),
+                Return::Output(i) => values[i].clone(),
             })
             .collect())
     }

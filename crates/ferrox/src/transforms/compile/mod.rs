@@ -39,7 +39,7 @@ use crate::array::Array;
 use crate::device::{current_stream, Stream};
 use crate::dtype::Dtype;
 use crate::error::Result;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tape::Tape;
 
@@ -69,6 +69,8 @@ pub fn is_compile_enabled() -> bool {
 
 /// One trace: what it was recorded for, and its graphs.
 struct Entry {
+    /// The trace's number among the function's traces (never reused).
+    id: u64,
     key: String,
     stream: Stream,
     inputs: Vec<(Dtype, Vec<usize>)>,
@@ -107,6 +109,8 @@ pub struct CompiledFunction {
     entries: Mutex<Vec<Arc<Entry>>>,
     hits: AtomicUsize,
     misses: AtomicUsize,
+    /// Traces made so far (the next trace's id).
+    traced: AtomicU64,
 }
 
 /// Compiles `fun`: traced once per input signature, simplified, fused and
@@ -137,6 +141,7 @@ impl CompiledFunction {
             entries: Mutex::new(Vec::new()),
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
+            traced: AtomicU64::new(0),
         }
     }
 
@@ -148,17 +153,26 @@ impl CompiledFunction {
     /// Calls the function on `inputs`; `key` describes the rest of the
     /// call's signature (a different key traces again).
     pub fn call_keyed(&self, inputs: &[Array], key: &str) -> Result<Vec<Array>> {
+        Ok(self.call_traced(inputs, key)?.0)
+    }
+
+    /// [`CompiledFunction::call_keyed`], also returning the id of the trace
+    /// that ran (0 when compilation is disabled; trace ids start at 1 and
+    /// are never reused), so that a caller can keep facts about each trace.
+    pub fn call_traced(&self, inputs: &[Array], key: &str) -> Result<(Vec<Array>, u64)> {
         if !is_compile_enabled() {
-            return (self.fun)(inputs);
+            return Ok(((self.fun)(inputs)?, 0));
         }
         let entry = self.entry(inputs, key)?;
-        if crate::transforms::autodiff::is_tracing() {
-            return entry.plain.replay(inputs, self.shapeless);
-        }
-        match &entry.graph {
-            Some(g) if g.wanted() => g.call(inputs),
-            _ => entry.fused.replay(inputs, self.shapeless),
-        }
+        let outputs = if crate::transforms::autodiff::is_tracing() {
+            entry.plain.replay(inputs, self.shapeless)?
+        } else {
+            match &entry.graph {
+                Some(g) if g.wanted() => g.call(inputs)?,
+                _ => entry.fused.replay(inputs, self.shapeless)?,
+            }
+        };
+        Ok((outputs, entry.id))
     }
 
     /// The trace for a call with `inputs` and `key`, traced now if there is
@@ -199,6 +213,7 @@ impl CompiledFunction {
         let fused = fuse::fuse(&plain);
         let graph = if self.shapeless { None } else { graph::GraphCall::new(&fused, stream).map(Arc::new) };
         Ok(Entry {
+            id: self.traced.fetch_add(1, Ordering::Relaxed) + 1,
             key: key.to_string(),
             stream,
             inputs: inputs.iter().map(|a| (a.dtype(), a.shape().to_vec())).collect(),
@@ -243,9 +258,15 @@ impl CompiledFunction {
     /// counted as a call would be): what tests and users inspect to see
     /// the simplification and fusion.
     pub fn graph(&self, inputs: &[Array], key: &str, fused: bool) -> Result<Vec<String>> {
+        Ok(self.graph_traced(inputs, key, fused)?.0)
+    }
+
+    /// [`CompiledFunction::graph`], also returning the trace's id (as
+    /// [`CompiledFunction::call_traced`] does).
+    pub fn graph_traced(&self, inputs: &[Array], key: &str, fused: bool) -> Result<(Vec<String>, u64)> {
         let entry = self.entry(inputs, key)?;
         let tape = if fused { &entry.fused } else { &entry.plain };
-        Ok(tape
+        let names = tape
             .nodes
             .iter()
             .map(|n| {
@@ -263,6 +284,7 @@ impl CompiledFunction {
                     n.primitive.name().to_string()
                 }
             })
-            .collect())
+            .collect();
+        Ok((names, entry.id))
     }
 }

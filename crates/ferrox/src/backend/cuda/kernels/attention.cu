@@ -478,24 +478,35 @@ FX_ATTN_DECODE_KERNEL(256)
 //       layout is P's operand layout). Row blocks run last-first, so the
 //       long causal rows start early.
 //   attention_bwd_mma_<D>(same arguments as attention_bwd_<D>)
-//       grid (ceil(Lk / 128), B * Hk), block 256, FX_BWD_SMEM(D) bytes of
-//       dynamic shared memory: each warp owns 16 keys and walks the 32-query
-//       tiles that see them, the next tile's q and do prefetched; dK and dV
-//       stay in registers, dQ is added atomically (scale * dS K) into dq_acc
+//       grid (ceil(Lk / 128), B * Hk), block 256, dynamic shared memory as
+//       laid out below: each warp owns 16 keys and walks the query tiles
+//       that see them, the next tile's q and do prefetched; dK and dV stay
+//       in registers, dQ is added atomically (scale * dS K) into dq_acc
 
 #if FX_IS_HALF
 
 #define FX_MMA_ROWS 64
 #define FX_MMA_KEYS 64
 #define FX_BWD_KEYS 128
-#define FX_BWD_QT 32
+// Per head-dimension bucket (mirrored by mma_bwd_tiling in fast.rs):
+// queries per tile, whether V stays in shared memory (else in registers),
+// and blocks per SM the registers are sized for. Measured on the H200
+// (backward of (8, 12, 1024, 64) and (8, 16, 4096, 128), causal bf16):
+// at D = 64, V in shared memory brings the registers to 128 without
+// spilling, so two blocks share an SM (0.58 -> 0.45 ms); at D = 128 the
+// accumulators hold one block per SM either way, and 64-query tiles halve
+// the barriers per key (11.4 -> 10.9 ms).
+#define FX_BWD_QT_64 32
+#define FX_BWD_VS_64 true
+#define FX_BWD_BLOCKS_64 2
+#define FX_BWD_QT_128 64
+#define FX_BWD_VS_128 false
+#define FX_BWD_BLOCKS_128 1
 
-// Dynamic shared memory of attention_bwd_mma_<D>: K [128][D + 8], two
-// buffers each of q and do [32][D + 8], dS [32][136] (16-bit elements),
-// then two buffers each of the row statistics [32][2] and delta [32]
-// (floats).
-#define FX_BWD_SMEM(D) \
-    ((FX_BWD_KEYS * ((D) + 8) + 4 * FX_BWD_QT * ((D) + 8) + FX_BWD_QT * (FX_BWD_KEYS + 8)) * 2 + 6 * FX_BWD_QT * 4)
+// Dynamic shared memory of attention_bwd_mma_<D> (QT = FX_BWD_QT_<D>):
+// K [128][D + 8] (and V alike when FX_BWD_VS_<D>), two buffers each of q
+// and do [QT][D + 8], dS [QT][136] (16-bit elements), then two buffers
+// each of the row statistics [QT][2] and delta [QT] (floats).
 
 // c += a b for one m16n8k16 tile (a: 4 registers of 2 elements, b: 2).
 __device__ __forceinline__ void fx_mma(float* c, const unsigned* a, const unsigned* b) {
@@ -738,39 +749,41 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
 // The query tiles a backward block visits, in order: (query head of the
 // group, first row), skipping causal tiles that see none of the block's keys
 // (exact when each of their rows sees some key).
+template <int QT>
 struct FxBwdTiles {
     int group, queries, shift, j0;
     bool causal;
 
-    // The first tile at or after row i0 (a multiple of FX_BWD_QT) of head hg,
+    // The first tile at or after row i0 (a multiple of QT) of head hg,
     // moving on to the next head past the last row.
     __device__ __forceinline__ void settle(int& hg, int& i0) const {
         if (causal) {
             // Skipped: i0 + shift >= 0 and i0 + QT - 1 + shift < j0.
-            const int seen = j0 - shift - FX_BWD_QT + 1;
-            if (i0 + shift >= 0 && i0 < seen) i0 = (seen + FX_BWD_QT - 1) / FX_BWD_QT * FX_BWD_QT;
+            const int seen = j0 - shift - QT + 1;
+            if (i0 + shift >= 0 && i0 < seen) i0 = (seen + QT - 1) / QT * QT;
         }
         if (i0 >= queries) {
             ++hg;
             i0 = 0;
             if (causal && shift >= 0) {
-                const int seen = j0 - shift - FX_BWD_QT + 1;
-                if (seen > 0) i0 = (seen + FX_BWD_QT - 1) / FX_BWD_QT * FX_BWD_QT;
+                const int seen = j0 - shift - QT + 1;
+                if (seen > 0) i0 = (seen + QT - 1) / QT * QT;
             }
             if (i0 >= queries) hg = group;
         }
     }
 };
 
-template <int D>
+template <int D, int QT, bool VS>
 __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T* v, const void* mask,
                                                 const FxAttnStrides& ms, int kind, const TC* stats, const TC* delta,
                                                 const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
                                                 const FxAttnLayout& L, float scale, double fill_) {
-    constexpr int KB = FX_BWD_KEYS, QT = FX_BWD_QT, KP = D + 8, SP = KB + 8;
+    constexpr int KB = FX_BWD_KEYS, KP = D + 8, SP = KB + 8;
     extern __shared__ __align__(16) unsigned char fx_bwd_smem[];
     unsigned short* ks = reinterpret_cast<unsigned short*>(fx_bwd_smem);  // [key][feature]
-    unsigned short* qs_buf = ks + KB * KP;                                  // 2 x [query][feature]
+    unsigned short* vs = ks + KB * KP;                                      // [key][feature] when VS
+    unsigned short* qs_buf = vs + (VS ? KB * KP : 0);                       // 2 x [query][feature]
     unsigned short* gs_buf = qs_buf + 2 * QT * KP;                          // 2 x dO [query][feature]
     unsigned short* dss = gs_buf + 2 * QT * KP;                             // dS [query][key]
     float* row_s = reinterpret_cast<float*>(dss + QT * SP);                 // 2 x (stats[QT][2], delta[QT])
@@ -784,7 +797,7 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
     const int ja = j0 + jw + g, jb = ja + 8;  // the keys of this thread's accumulator rows
     const T* kb = k + fx_row(L.k, b, kvh, 0);
     const T* vb = v + fx_row(L.v, b, kvh, 0);
-    const FxBwdTiles tiles{group, n.queries, shift, j0, kind == 1};
+    const FxBwdTiles<QT> tiles{group, n.queries, shift, j0, kind == 1};
     // Stages query tile (hg, i0) into buffer `buf`.
     auto stage = [&](int hg, int i0, int buf) {
         const int h = kvh * group + hg;
@@ -802,15 +815,17 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
     int hg = 0, i0 = 0;
     tiles.settle(hg, i0);
     fx_stage_rows<KB, D>(ks, KP, kb, L.k.r, j0, n.keys, 256);
+    if (VS) fx_stage_rows<KB, D>(vs, KP, vb, L.v.r, j0, n.keys, 256);
     if (hg < group) stage(hg, i0, 0);
     fx_cp_async_commit();
-    // V rows of this warp's keys as A operands (16 keys x D).
-    unsigned va[D / 16][4];
-    {
+    // V rows of this warp's keys as A operands (16 keys x D), held in
+    // registers unless VS keeps them in shared memory.
+    unsigned va[VS ? 1 : D / 16][4];
+    if (!VS) {
         const T* v0 = vb + (long long)(ja < n.keys ? ja : 0) * L.v.r;
         const T* v1 = vb + (long long)(jb < n.keys ? jb : 0) * L.v.r;
 #pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
+        for (int kk = 0; kk < (VS ? 1 : D / 16); ++kk) {
             const int c = kk * 16 + t4 * 2;
             va[kk][0] = fx_load2(v0, c, ja < n.keys);
             va[kk][1] = fx_load2(v1, c, jb < n.keys);
@@ -848,8 +863,11 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
             for (int e = 0; e < 4; ++e) st[nb][e] = dpt[nb][e] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-            unsigned ka[4];
-            fx_ldmatrix_x4(ka, &ks[(jw + (lane & 15)) * KP + kk * 16 + (lane >> 4) * 8]);
+            unsigned ka[4], vk[4];
+            const int arow = (jw + (lane & 15)) * KP + kk * 16 + (lane >> 4) * 8;
+            fx_ldmatrix_x4(ka, &ks[arow]);
+            if (VS) fx_ldmatrix_x4(vk, &vs[arow]);
+            const unsigned* vfrag = VS ? vk : va[VS ? 0 : kk];
 #pragma unroll
             for (int nb = 0; nb < QT / 8; nb += 2) {
                 // Queries (nb + {0, 1}) * 8 .., features kk*16 + {0, 8}.
@@ -859,8 +877,8 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
                 fx_ldmatrix_x4(bg, &gs[at]);
                 fx_mma(st[nb], ka, bq);
                 fx_mma(st[nb + 1], ka, bq + 2);
-                fx_mma(dpt[nb], va[kk], bg);
-                fx_mma(dpt[nb + 1], va[kk], bg + 2);
+                fx_mma(dpt[nb], vfrag, bg);
+                fx_mma(dpt[nb + 1], vfrag, bg + 2);
             }
         }
         // P^T and dS^T in place of S^T and dP^T.
@@ -883,7 +901,7 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
                 dpt[nb][e] = valid && !hidden ? p * (dpt[nb][e] - delta_s[il]) : 0.f;
             }
         }
-        // dV += P^T dO and dK += dS^T Q (k = queries: two steps of 16).
+        // dV += P^T dO and dK += dS^T Q (k = queries: steps of 16).
 #pragma unroll
         for (int kq = 0; kq < QT / 16; ++kq) {
             unsigned pa[4] = {fx_pack2(st[2 * kq][0], st[2 * kq][1]), fx_pack2(st[2 * kq][2], st[2 * kq][3]),
@@ -915,10 +933,11 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
             }
         }
         __syncthreads();
-        // Warp w: queries (w % 2) * 16 .. +16, features (w / 2) * D/4 .. +D/4.
+        // The 8 warps tile dQ (QT x D): QT / 16 along the queries, the rest
+        // along the features (FW each).
         {
-            constexpr int FW = D / 4;
-            const int qw = (warp & 1) * 16, fw = (warp >> 1) * FW;
+            constexpr int QW = QT / 16, FW = D / (8 / QW);
+            const int qw = (warp % QW) * 16, fw = (warp / QW) * FW;
             float dq[FW / 8][4];
 #pragma unroll
             for (int nb = 0; nb < FW / 8; ++nb) dq[nb][0] = dq[nb][1] = dq[nb][2] = dq[nb][3] = 0.f;
@@ -968,11 +987,12 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
         TC* stats, FxAttnDims n, FxAttnLayout L, float scale, double fill) {                                        \
         fx_attn_fwd_mma<D>(q, k, v, mask, ms, kind, sinks, o, stats, n, L, scale, fill);                            \
     }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256, 1) attention_bwd_mma_##D(                                     \
+    extern "C" __global__ void __launch_bounds__(256, FX_BWD_BLOCKS_##D) attention_bwd_mma_##D(                     \
         const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind, const TC* stats,           \
         const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n, FxAttnLayout L, float scale,        \
         double fill) {                                                                                              \
-        fx_attn_bwd_mma<D>(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, n, L, scale, fill);         \
+        fx_attn_bwd_mma<D, FX_BWD_QT_##D, FX_BWD_VS_##D>(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk,   \
+                                                         dv, n, L, scale, fill);                                    \
     }
 
 FX_ATTN_MMA_KERNEL(64)

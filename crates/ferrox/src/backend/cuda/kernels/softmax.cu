@@ -3,9 +3,10 @@
 // and rounding once. The twin of backend/cpu/softmax.rs.
 //
 // Rows are contiguous runs of d elements. One block per row (the grid strides
-// over rows); blockDim is a power of two from 32 to 1024. Each thread keeps a
-// running maximum m and sum s of exp(x - m) over its elements, read once;
-// the block merges the pairs. softmax reads the row a second time.
+// over rows); blockDim is a power of two from 32 to 1024 (each kernel is
+// compiled for 1024 threads, which caps its registers at 64: float64 would
+// take more). Each thread keeps a running maximum m and sum s of
+// exp(x - m) over its elements, read once; the block merges the pairs. softmax reads the row a second time.
 //   softmax(const T* x, T* y, long long rows, long long d)
 //   logsumexp(const T* x, T* out, long long rows, long long d)
 // A row holding NaN gives NaN; one holding +inf (and no NaN) gives NaN
@@ -119,7 +120,7 @@ __device__ __forceinline__ long long fx_ce_head(const T* xr, long long d) {
     return head < d ? head : d;
 }
 
-extern "C" __global__ void cross_entropy(const T* x, const int* targets, T* loss, TC* stats, long long rows,
+extern "C" __global__ void __launch_bounds__(1024) cross_entropy(const T* x, const int* targets, T* loss, TC* stats, long long rows,
                                          long long d, long long ld, double smoothing) {
     constexpr int V = 16 / sizeof(T);
     const TC ninf = -(TC)fx_inf_f32();
@@ -174,7 +175,7 @@ __device__ __forceinline__ T fx_ce_grad(TC v, TC m, TC log_sum, TC gr, TC spread
     return fx_from_c(gr * (fx_exp((v - m) - log_sum) - spread - (target ? keep : (TC)0)));
 }
 
-extern "C" __global__ void cross_entropy_vjp(const T* x, const int* targets, const TC* stats, const T* g, T* dx,
+extern "C" __global__ void __launch_bounds__(1024) cross_entropy_vjp(const T* x, const int* targets, const TC* stats, const T* g, T* dx,
                                              long long rows, long long d, long long ld, double smoothing) {
     constexpr int V = 16 / sizeof(T);
     const TC keep = (TC)1 - (TC)smoothing, spread = (TC)smoothing / (TC)d;
@@ -205,7 +206,7 @@ extern "C" __global__ void cross_entropy_vjp(const T* x, const int* targets, con
     }
 }
 
-extern "C" __global__ void softmax(const T* x, T* y, long long rows, long long d) {
+extern "C" __global__ void __launch_bounds__(1024) softmax(const T* x, T* y, long long rows, long long d) {
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const T* xr = x + r * d;
         T* yr = y + r * d;
@@ -218,7 +219,7 @@ extern "C" __global__ void softmax(const T* x, T* y, long long rows, long long d
     }
 }
 
-extern "C" __global__ void logsumexp(const T* x, T* out, long long rows, long long d) {
+extern "C" __global__ void __launch_bounds__(1024) logsumexp(const T* x, T* out, long long rows, long long d) {
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         TC m, s;
         fx_row_lse(x + r * d, d, m, s);
