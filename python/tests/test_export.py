@@ -298,6 +298,7 @@ def _structural_cases():
         ("scatter_max", lambda a, i: a.at[i].maximum(fx.ones((4, 4))), [fx.zeros((3, 4)), idx]),
         ("setitem", lambda a: _setitem(a), [x]),
         ("matmul", lambda a: a @ fx.swapaxes(a, 1, 2), [x]),
+        ("addmm", lambda a, c: fx.addmm(c, a, fx.swapaxes(a[0], 0, 1)), [x, fx.array([1.0, 2.0, 3.0])]),
         ("softmax_logsumexp", lambda a: (fx.softmax(a, axis=-1), fx.logsumexp(a, axis=-1)), [x]),
         ("sum_max_argmax", lambda a: (a.sum(axis=(0, 2)), a.max(axis=1, keepdims=True), a.argmax(axis=-1)), [x]),
         ("scans", lambda a: (fx.cumsum(a, axis=1, reverse=True), fx.cumprod(a, axis=2, inclusive=False)), [x]),

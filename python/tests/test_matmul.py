@@ -189,3 +189,53 @@ def test_matmul_identity_and_vectors():
     assert (v @ v).item() == 14.0
     assert (v @ v).shape == ()
     assert fx.matmul(fx.zeros((3, 0)), fx.zeros((0, 2))).tolist() == [[0.0, 0.0]] * 3
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "complex64"])
+@pytest.mark.parametrize("shape", [(2, 24, 40, 48), (1, 300, 264, 136), (3, 0, 8, 16), (2, 4, 0, 8)])
+def test_addmm_as_a_linear_layer(dtype, shape, rng):
+    """``addmm(bias, x, w.T)`` (a linear layer: one AddMatmul node, the bias
+    added in the GPU library's epilogue) against float64: values of every
+    float dtype, a transposed weight view, a batch of rows, empty products,
+    and gradients, forward mode and vmap against the composed ops."""
+    b, m, k, n = shape
+    x = rand(rng, (b, m, k), dtype)
+    w = rand(rng, (n, k), dtype)
+    c = rand(rng, (n,), dtype)
+    fxx, fw, fc = to_fx(x, dtype), to_fx(w, dtype), to_fx(c, dtype)
+    got = fx.addmm(fc, fxx, fw.T)
+    want = np.asarray(x, np.complex128 if dtype == "complex64" else np.float64) @ np.asarray(w).T + np.asarray(c)
+    assert got.shape == want.shape and got.dtype == getattr(fx, dtype)
+    scale = np.abs(want).max() if want.size else 1.0
+    tol = 4 * EPS[dtype] * k + EPS[dtype]
+    np.testing.assert_allclose(np.asarray(got.astype(fx.complex64 if dtype == "complex64" else fx.float64)), want,
+                               rtol=0, atol=tol * scale + 1e-30)
+    if dtype not in ("float32", "float64") or x.size == 0:
+        return
+    g = to_fx(rand(rng, want.shape, dtype), dtype)
+    composed = lambda c_, x_, w_: x_ @ w_.T + c_  # noqa: E731
+    fused = lambda c_, x_, w_: fx.addmm(c_, x_, w_.T)  # noqa: E731
+    grads = fx.vjp(fused, [fc, fxx, fw], [g])[1]
+    wants = fx.vjp(composed, [fc, fxx, fw], [g])[1]
+    for a_, b_ in zip(grads, wants):
+        assert_close(a_, np.asarray(b_), dtype)
+    tangents = [fx.ones_like(v) for v in (fc, fxx, fw)]
+    assert_close(fx.jvp(fused, [fc, fxx, fw], tangents)[1][0], np.asarray(fx.jvp(composed, [fc, fxx, fw], tangents)[1][0]),
+                 dtype)
+    batched = fx.vmap(fused, in_axes=(None, 0, None))(fc, fxx, fw)
+    assert_close(batched, np.asarray(composed(fc, fxx, fw)), dtype)
+    # Second derivative through the node.
+    hv = fx.grad(lambda x_: fx.grad(lambda y: (fused(fc, y, fw) ** 2).sum())(x_).sum())(fxx)
+    hw = fx.grad(lambda x_: fx.grad(lambda y: (composed(fc, y, fw) ** 2).sum())(x_).sum())(fxx)
+    assert_close(hv, np.asarray(hw), dtype)
+
+
+def test_addmm_other_forms_stay_composed(rng):
+    x, w = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((6, 5)).astype(np.float32)
+    c2 = rng.standard_normal((4, 5)).astype(np.float32)
+    assert_close(fx.addmm(fx.array(c2), fx.array(x), fx.array(w)), x @ w + c2, "float32")
+    assert_close(fx.addmm(fx.array(c2[0]), fx.array(x), fx.array(w), alpha=2.0), 2 * (x @ w) + c2[0], "float32")
+    c16 = c2[0].astype(np.float16)
+    assert_close(fx.addmm(fx.array(c16), fx.array(x), fx.array(w)), x @ w + c16.astype(np.float32), "float32")
+    with pytest.raises(ValueError):
+        fx.addmm(fx.ones((3,)), fx.ones((4, 6)), fx.ones((6, 5)))

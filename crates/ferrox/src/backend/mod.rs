@@ -433,6 +433,30 @@ impl RandomOp {
     }
 }
 
+/// [`Backend::matmul_bias`] as two backend calls: the product, then an add
+/// of the bias broadcast over its rows.
+pub(crate) fn product_then_bias<B: Backend + ?Sized>(
+    backend: &B,
+    a: &Storage,
+    la: &Layout,
+    b: &Storage,
+    lb: &Layout,
+    bias: &Storage,
+    lbias: &Layout,
+) -> Result<Storage> {
+    let product = backend.matmul(a, la, b, lb)?;
+    let nd = la.ndim();
+    let mut shape = la.shape[..nd - 1].to_vec();
+    shape.push(lb.shape[nd - 1]);
+    let spread = lbias.broadcast_to(&shape).ok_or_else(|| {
+        crate::error::Error::invalid(
+            "addmm",
+            format!("a bias of shape {:?} for a product of shape {shape:?}", lbias.shape),
+        )
+    })?;
+    backend.binary(BinaryOp::Add, &product, &Layout::contiguous(&shape), bias, &spread)
+}
+
 /// One device's kernels. Every method documents its inputs and output; all
 /// outputs are new row-contiguous storage of the stated dtype and shape.
 pub trait Backend: Send + Sync {
@@ -532,6 +556,21 @@ pub trait Backend: Send + Sync {
     /// Batched matrix product: `a` is `[..., M, K]`, `b` is `[..., K, N]`,
     /// both already broadcast to the output's batch shape; one dtype.
     fn matmul(&self, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage>;
+
+    /// [`Backend::matmul`] plus `bias` (`[N]`, the same dtype) added to
+    /// every row of the product: a linear layer. By default the product,
+    /// then an add; a backend may fuse them.
+    fn matmul_bias(
+        &self,
+        a: &Storage,
+        la: &Layout,
+        b: &Storage,
+        lb: &Layout,
+        bias: &Storage,
+        lbias: &Layout,
+    ) -> Result<Storage> {
+        product_then_bias(self, a, la, b, lb, bias, lbias)
+    }
 
     /// A row-contiguous copy of `base` whose elements selected by `window`
     /// (a layout over that contiguous copy) are replaced, in row-major order,

@@ -12,7 +12,7 @@ use crate::array::Array;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
-use crate::primitives::SliceUpdate;
+use crate::primitives::{AddMatmul, SliceUpdate};
 use crate::shape::numel;
 
 /// How [`tensordot`] pairs axes.
@@ -114,8 +114,13 @@ pub fn vecdot(a: &Array, b: &Array, axis_: isize) -> Result<Array> {
     sum(&multiply(&conj(a)?, b)?, Some(&[ax as isize]), false)
 }
 
-/// `beta * c + alpha * (a @ b)`.
+/// `beta * c + alpha * (a @ b)`. A linear layer's case (`alpha = beta =
+/// 1`, `a: [..., M, K]`, `b: [K, N]`, `c: [N]`, one float dtype) is one
+/// [`AddMatmul`] node, which the GPU computes in one library call.
 pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<Array> {
+    if let Some(y) = linear_addmm(c, a, b, alpha, beta)? {
+        return Ok(y);
+    }
     let ab = matmul(a, b)?;
     let scaled = |x: &Array, k: f64| -> Result<Array> {
         if k == 1.0 {
@@ -125,6 +130,32 @@ pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<A
         }
     };
     add(&scaled(&ab, alpha)?, &scaled(c, beta)?)
+}
+
+/// [`addmm`] as one [`AddMatmul`] node, where it is a linear layer's
+/// product and its padding-free (see `ops::linalg`); None otherwise.
+fn linear_addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<Option<Array>> {
+    let dtype = a.dtype();
+    let fits = alpha == 1.0
+        && beta == 1.0
+        && a.ndim() >= 2
+        && b.ndim() == 2
+        && c.ndim() == 1
+        && b.dtype() == dtype
+        && c.dtype() == dtype
+        && dtype.is_inexact()
+        && a.shape()[a.ndim() - 1] == b.shape()[0]
+        && c.shape()[0] == b.shape()[1];
+    if !fits {
+        return Ok(None);
+    }
+    let (m, k, n) = (a.shape()[a.ndim() - 2], b.shape()[0], b.shape()[1]);
+    if super::linalg::pads_for_the_gpu(dtype, m, k, n) {
+        return Ok(None);
+    }
+    let mut shape = a.shape()[..a.ndim() - 1].to_vec();
+    shape.push(n);
+    Array::from_primitive(shape, dtype, AddMatmul, vec![a.clone(), b.clone(), c.clone()]).map(Some)
 }
 
 /// The diagonal of the 2-D slices spanned by `axis1` and `axis2`, offset

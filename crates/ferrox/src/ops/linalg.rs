@@ -20,7 +20,7 @@ const GPU_HALF_ALIGN: usize = 8;
 /// a half-precision product on the GPU with a dimension that is not a
 /// multiple of [`GPU_HALF_ALIGN`], large enough in every dimension for the
 /// padding copies to be small next to the product.
-fn pads_for_the_gpu(dtype: Dtype, m: usize, k: usize, n: usize) -> bool {
+pub(super) fn pads_for_the_gpu(dtype: Dtype, m: usize, k: usize, n: usize) -> bool {
     current_stream().device.kind == DeviceType::Gpu
         && matches!(dtype, Dtype::F16 | Dtype::BF16)
         && [m, k, n].iter().any(|d| !d.is_multiple_of(GPU_HALF_ALIGN))

@@ -77,6 +77,7 @@ serializable_primitives!(
     Gather,
     Scatter,
     Matmul,
+    AddMatmul,
     RandomBits,
     OptimizerUpdate,
     RmsNorm,

@@ -1,4 +1,5 @@
-//! Batched matrix product.
+//! Batched matrix product, and the product plus a bias over its last axis
+//! (a linear layer, one library call on the GPU).
 
 use super::{fresh, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
@@ -69,5 +70,63 @@ impl Primitive for Matmul {
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let (x, _) = crate::transforms::vmap::align_batched(inputs, axes)?;
         super::batched(ops::matmul(&x[0], &x[1])?)
+    }
+}
+
+/// `a @ b + bias` for `a: [..., M, K]`, `b: [K, N]` and `bias: [N]` of one
+/// dtype: `addmm(bias, a, b)` as a linear layer calls it. The backend may
+/// add the bias in the product's epilogue; every transform sees the
+/// composed ops.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AddMatmul;
+
+impl AddMatmul {
+    /// The same value from ordinary ops (what the transforms differentiate
+    /// and batch).
+    fn composed(xs: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::add(&ops::matmul(&xs[0], &xs[1])?, &xs[2])?])
+    }
+}
+
+impl Primitive for AddMatmul {
+    fn name(&self) -> &'static str {
+        "addmm"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity(self.name(), inputs, 3)?;
+        super::same_dtype(self.name(), inputs, inputs[0].dtype())?;
+        let (a, b, bias) = (inputs[0].shape(), inputs[1].shape(), inputs[2].shape());
+        let an = a.len();
+        if an < 2 || b.len() != 2 || a[an - 1] != b[0] || bias != [b[1]] {
+            return Err(super::mismatch(
+                self.name(),
+                format!("cannot add a bias of shape {bias:?} to the product of {a:?} and {b:?}."),
+            ));
+        }
+        let mut shape = a[..an - 1].to_vec();
+        shape.push(b[1]);
+        super::one_output(shape, inputs[0].dtype())
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let out_shape = &outputs[0].shape;
+        let (a, b, bias) = (&inputs[0], &inputs[1], &inputs[2]);
+        let nd = out_shape.len();
+        let mut b_shape = out_shape[..nd - 2].to_vec();
+        b_shape.extend_from_slice(&b.layout.shape);
+        let lb = b.layout.broadcast_to(&b_shape).expect("a 2-D operand broadcasts over any batch");
+        let out = backend.matmul_bias(&a.storage, &a.layout, &b.storage, &lb, &bias.storage, &bias.layout)?;
+        Ok(fresh(out, out_shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let (_, grads) = crate::transforms::autodiff::vjp(Self::composed, inputs, cotangents)?;
+        Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
+    }
+    fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(crate::transforms::autodiff::jvp(Self::composed, inputs, tangents)?.1)
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let in_axes: Vec<Option<isize>> = axes.iter().map(|a| a.map(|a| a as isize)).collect();
+        let outs = crate::transforms::vmap::vmap(Self::composed, inputs, &in_axes, &[Some(0)])?;
+        Ok((outs, vec![Some(0)]))
     }
 }

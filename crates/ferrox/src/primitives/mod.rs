@@ -38,7 +38,7 @@ pub use gather::{Gather, Scatter};
 pub(crate) use identity::opaque_primitive;
 pub use identity::{decode, PrimitiveIdentity, TAGS};
 pub use load::Load;
-pub use matmul::Matmul;
+pub use matmul::{AddMatmul, Matmul};
 pub use optimizer::OptimizerUpdate;
 pub(crate) use placeholder::Placeholder;
 pub use random::RandomBits;

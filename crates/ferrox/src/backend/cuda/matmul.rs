@@ -4,6 +4,8 @@
 //!
 //! cuBLASLt is column-major, so the row-major product `C = A·B` is computed
 //! as `Cᵀ = Bᵀ·Aᵀ`: a row-major operand is a transposed column-major one.
+//! A bias over the output's last axis (a linear layer's) is added by the
+//! library's epilogue, in the same kernel.
 
 use super::allocator::{allocate, DeviceBuffer};
 use super::elementwise::{copy, fill, FillValue};
@@ -92,6 +94,8 @@ struct PlanKey {
     n: u64,
     batch: i32,
     align: [u32; 3],
+    /// Whether the epilogue adds a bias vector (over `n`).
+    bias: bool,
 }
 
 struct Plan {
@@ -171,6 +175,9 @@ fn make_plan(handle: sys::cublasLtHandle_t, key: &PlanKey) -> Result<Plan> {
         let desc = lt::create_matmul_desc(compute, scale).map_err(blas_error)?;
         set_attr(desc, D::CUBLASLT_MATMUL_DESC_TRANSA, key.a.trans as i32)?;
         set_attr(desc, D::CUBLASLT_MATMUL_DESC_TRANSB, key.b.trans as i32)?;
+        if key.bias {
+            set_attr(desc, D::CUBLASLT_MATMUL_DESC_EPILOGUE, sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS)?;
+        }
         let out =
             Operand { rows: key.n, cols: key.m, ld: key.n as i64, trans: false, batch_stride: (key.m * key.n) as i64 };
         let layouts = [layout(dt, &key.a, key.batch)?, layout(dt, &key.b, key.batch)?, layout(dt, &out, key.batch)?];
@@ -203,26 +210,64 @@ pub(crate) fn matmul(
     b: &CudaStorage,
     lb: &Layout,
 ) -> Result<CudaStorage> {
+    Ok(product(s, a, la, b, lb, None)?.expect("a product without a bias always runs"))
+}
+
+/// `a · b + bias` (as [`matmul`]; `bias` the device address of N
+/// contiguous elements of the dtype, added to every row) through the
+/// epilogue of one cuBLASLt call; None where the library cannot add it
+/// (integer or float64 operands, a batch that does not fold into one
+/// product, an empty product, a bias not 16-byte aligned).
+pub(crate) fn matmul_bias(
+    s: &Arc<GpuStream>,
+    a: &CudaStorage,
+    la: &Layout,
+    b: &CudaStorage,
+    lb: &Layout,
+    bias: u64,
+) -> Result<Option<CudaStorage>> {
+    if !matches!(a.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16) || bias % 16 != 0 {
+        return Ok(None);
+    }
+    product(s, a, la, b, lb, Some(bias))
+}
+
+/// [`matmul`], with the bias epilogue when `bias` is given; None when the
+/// bias cannot be added here (see [`matmul_bias`]).
+fn product(
+    s: &Arc<GpuStream>,
+    a: &CudaStorage,
+    la: &Layout,
+    b: &CudaStorage,
+    lb: &Layout,
+    bias: Option<u64>,
+) -> Result<Option<CudaStorage>> {
     let dt = a.dtype();
     let nd = la.ndim();
     let (m, k, n) = (la.shape[nd - 2], la.shape[nd - 1], lb.shape[nd - 1]);
     let batch = numel(&la.shape[..nd - 2]);
+    if bias.is_some() && (k == 0 || batch * m * n == 0) {
+        return Ok(None);
+    }
     if k == 0 {
         // Sums over nothing.
-        return fill(s, FillValue::default(), dt, batch * m * n);
+        return fill(s, FillValue::default(), dt, batch * m * n).map(Some);
     }
     if batch * m * n == 0 {
-        return CudaStorage::alloc(dt, 0, s);
+        return CudaStorage::alloc(dt, 0, s).map(Some);
     }
     match dt {
         Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64 | Dtype::C64 => {}
-        _ => return exact(s, a, la, b, lb, CudaStorage::alloc(dt, batch * m * n, s)?),
+        _ => return exact(s, a, la, b, lb, CudaStorage::alloc(dt, batch * m * n, s)?).map(Some),
     }
     // One large product beats a batch of products sharing `b`.
     let (la, lb, m, batch) = match fold_batch(la, lb) {
         Some((la, lb)) => (la, lb, batch * m, 1),
         None => (la.clone(), lb.clone(), m, batch),
     };
+    if bias.is_some() && batch > 1 {
+        return Ok(None);
+    }
     let out = CudaStorage::alloc(dt, batch * m * n, s)?;
     // Operands cuBLASLt cannot read in place are made contiguous first.
     let readable = |l: &Layout| {
@@ -253,6 +298,7 @@ pub(crate) fn matmul(
         n: n as u64,
         batch: i32::try_from(batch).map_err(|_| Error::invalid("matmul", "batch too large for cuBLASLt"))?,
         align: [alignment(pb), alignment(pa), alignment(pc)],
+        bias: bias.is_some(),
     };
     let mut guard = BLAS.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
@@ -268,13 +314,24 @@ pub(crate) fn matmul(
     }
     let blas = guard.as_mut().expect("initialised above");
     if !blas.plans.contains_key(&key) {
-        let plan = make_plan(blas.handle, &key)?;
-        blas.plans.insert(key, plan);
+        match make_plan(blas.handle, &key) {
+            Ok(plan) => {
+                blas.plans.insert(key, plan);
+            }
+            // No algorithm with the epilogue for these operands: the caller adds the bias.
+            Err(_) if bias.is_some() => return Ok(None),
+            Err(e) => return Err(e),
+        }
     }
     if let std::collections::hash_map::Entry::Vacant(e) = blas.workspaces.entry(s.index) {
         e.insert(allocate(WORKSPACE, s)?);
     }
     let plan = &blas.plans[&key];
+    if let Some(bias) = bias {
+        // SAFETY: the descriptor is live; the address names N elements of
+        // the product's dtype (the caller's contract).
+        unsafe { set_attr(plan.desc, sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias)? };
+    }
     let workspace = blas.workspaces[&s.index].ptr();
     let (one32, zero32) = ([1f32, 0.0], [0f32, 0.0]);
     let (one64, zero64) = (1f64, 0f64);
@@ -305,7 +362,7 @@ pub(crate) fn matmul(
         )
     }
     .map_err(blas_error)?;
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// `[batch.., M, K] · [K, N]` (the batch of `b` broadcast, the rows of `a`

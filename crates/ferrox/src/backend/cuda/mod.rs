@@ -351,6 +351,26 @@ impl Backend for CudaBackend {
         wrap(matmul::matmul(&self.stream, self.input(a)?, la, self.input(b)?, lb)?)
     }
 
+    fn matmul_bias(
+        &self,
+        a: &Storage,
+        la: &Layout,
+        b: &Storage,
+        lb: &Layout,
+        bias: &Storage,
+        lbias: &Layout,
+    ) -> Result<Storage> {
+        let c = self.input(bias)?;
+        if lbias.is_row_contiguous() {
+            let fused =
+                matmul::matmul_bias(&self.stream, self.input(a)?, la, self.input(b)?, lb, c.ptr_at(lbias.offset))?;
+            if let Some(out) = fused {
+                return wrap(out);
+            }
+        }
+        super::product_then_bias(self, a, la, b, lb, bias, lbias)
+    }
+
     fn gather(
         &self,
         x: &Storage,
