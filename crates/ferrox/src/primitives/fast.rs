@@ -46,21 +46,26 @@ pub(super) fn eval_fused(
 }
 
 /// A graph of ops computing a fused primitive's outputs from its inputs.
-type Reference<'a> = &'a dyn Fn(&[Array]) -> Result<Vec<Array>>;
+pub(super) type Reference<'a> = &'a dyn Fn(&[Array]) -> Result<Vec<Array>>;
 
 /// Tangents of the outputs, by forward mode through the reference graph.
-fn jvp_by_reference(f: Reference, inputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+pub(super) fn jvp_by_reference(f: Reference, inputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
     Ok(autodiff::jvp(f, inputs, tangents)?.1)
 }
 
 /// Cotangents of the inputs in `argnums`, through the reference graph.
-fn vjp_by_reference(f: Reference, inputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+pub(super) fn vjp_by_reference(
+    f: Reference,
+    inputs: &[Array],
+    cotangents: &[Array],
+    argnums: &[usize],
+) -> Result<Vec<Array>> {
     let grads = autodiff::vjp(f, inputs, cotangents)?.1;
     Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
 }
 
 /// The batched outputs (batch axis first), by vmap of the reference graph.
-fn vmap_by_reference(f: Reference, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
+pub(super) fn vmap_by_reference(f: Reference, inputs: &[Array], axes: &[Option<usize>]) -> Result<Batched> {
     let in_axes: Vec<Option<isize>> = axes.iter().map(|a| a.map(|a| a as isize)).collect();
     let outs = vmap::vmap(f, inputs, &in_axes, &[Some(0)])?;
     let n = outs.len();
