@@ -277,6 +277,32 @@ def test_mixed_dtype_chains_with_casts(rng):
         _same(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("shape", [(3, 50, 700), (70001,), (2, 9, 4099)], ids=str)
+def test_fused_outputs_written_in_place_and_through_step_buffers(dtype, shape, rng):
+    """The CPU evaluator writes an output that no later step reads straight
+    into the output, and the rest (outputs read by later steps, the same
+    value returned twice, bool outputs) through its step buffers; over many
+    blocks (parallel runs, a short last block), a transposed or broadcast
+    input and a sliced one, every output is eager's bit for bit."""
+
+    def f(x, y, b):
+        a = x * y + b  # an output that later steps read
+        s = fx.exp(-a * a)
+        return a, s * 2, a > 0, s, fx.where(a > 0, s, a).astype(fx.float32), s
+
+    x = fx.array(rng.standard_normal(shape).astype(dtype))
+    y = fx.array(rng.standard_normal(shape[::-1]).astype(dtype)).T  # a transposed view
+    b = fx.array(rng.standard_normal(shape[-1:]).astype(dtype))
+    c = fx.compile(f)
+    for args in [(x, y, b), (x[..., 1:-1], y[..., 2:], b[:-2])]:
+        got, want = c(*args), f(*args)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    assert sum(n.startswith("Compiled[") for n in c.graph(x, y, b)) >= 2
+
+
 def test_layouts_transposed_sliced_and_zero_dim(rng):
     base = fx.array(rng.standard_normal((6, 10)).astype(np.float32))
     c = fx.compile(lambda a, b: fx.exp(a) * b + 1)

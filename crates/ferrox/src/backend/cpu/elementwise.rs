@@ -2,6 +2,7 @@
 //! (`where`) and casting copies. Each has a contiguous fast path and the
 //! general strided path.
 
+use super::out::{filled_buffer, Out};
 use super::storage::{output_vec, CpuBuffer, CpuElement};
 use super::strided::{fill_strided, map_contiguous, zip_contiguous};
 use crate::backend::{BinaryOp, UnaryOp};
@@ -15,15 +16,26 @@ pub fn map_unary<T: CpuElement, U: CpuElement>(
     l: &Layout,
     f: impl Fn(T) -> U + Sync + Copy,
 ) -> Result<Vec<U>> {
-    let n = l.size();
-    let mut out = output_vec::<U>(n)?;
+    let mut out = output_vec::<U>(l.size())?;
+    map_unary_into(x, l, &mut out, f);
+    Ok(out)
+}
+
+/// [`map_unary`] into `out`, which holds `l.size()` elements.
+pub fn map_unary_into<T: CpuElement, U: CpuElement>(
+    x: &[T],
+    l: &Layout,
+    out: &mut [U],
+    f: impl Fn(T) -> U + Sync + Copy,
+) {
+    let n = out.len();
     if n == 0 {
-        return Ok(out);
+        return;
     }
     if l.is_row_contiguous() {
-        map_contiguous(&x[l.offset..l.offset + n], &mut out, f);
+        map_contiguous(&x[l.offset..l.offset + n], out, f);
     } else {
-        fill_strided(&l.shape, [&l.strides], [l.offset], &mut out, |o, [b], [s]| {
+        fill_strided(&l.shape, [&l.strides], [l.offset], out, |o, [b], [s]| {
             if s == 1 {
                 let (b, m) = (b as usize, o.len());
                 for (o, &v) in o.iter_mut().zip(&x[b..b + m]) {
@@ -36,7 +48,6 @@ pub fn map_unary<T: CpuElement, U: CpuElement>(
             }
         });
     }
-    Ok(out)
 }
 
 /// `f(a, b)` for every pair of elements; both layouts have the output shape.
@@ -47,26 +58,39 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
     lb: &Layout,
     f: impl Fn(T, T) -> U + Sync + Copy,
 ) -> Result<Vec<U>> {
-    let n = la.size();
-    let mut out = output_vec::<U>(n)?;
+    let mut out = output_vec::<U>(la.size())?;
+    map_binary_into(a, la, b, lb, &mut out, f);
+    Ok(out)
+}
+
+/// [`map_binary`] into `out`, which holds `la.size()` elements.
+pub fn map_binary_into<T: CpuElement, U: CpuElement>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    out: &mut [U],
+    f: impl Fn(T, T) -> U + Sync + Copy,
+) {
+    let n = out.len();
     if n == 0 {
-        return Ok(out);
+        return;
     }
     let (ca, cb) = (la.is_row_contiguous(), lb.is_row_contiguous());
     if ca && cb {
-        zip_contiguous(&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n], &mut out, f);
+        zip_contiguous(&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n], out, f);
     } else if ca && lb.reads_one_element() {
         let s = b[lb.offset];
-        map_contiguous(&a[la.offset..la.offset + n], &mut out, |x| f(x, s));
+        map_contiguous(&a[la.offset..la.offset + n], out, |x| f(x, s));
     } else if cb && la.reads_one_element() {
         let s = a[la.offset];
-        map_contiguous(&b[lb.offset..lb.offset + n], &mut out, |y| f(s, y));
+        map_contiguous(&b[lb.offset..lb.offset + n], out, |y| f(s, y));
     } else {
         fill_strided(
             &la.shape,
             [&la.strides, &lb.strides],
             [la.offset, lb.offset],
-            &mut out,
+            out,
             |o, [ba, bb], [sa, sb]| match (sa, sb) {
                 (1, 1) => {
                     let (ba, bb) = (ba as usize, bb as usize);
@@ -96,36 +120,29 @@ pub fn map_binary<T: CpuElement, U: CpuElement>(
             },
         );
     }
-    Ok(out)
 }
 
 /// The elements `l` selects, row-contiguous and cast to `U`.
 pub fn cast<T: CpuElement, U: CpuElement>(x: &[T], l: &Layout) -> Result<Vec<U>> {
-    map_unary(x, l, |v: T| U::from_scalar(v.to_scalar()))
+    map_unary(x, l, cast_element::<T, U>)
+}
+
+/// One element cast from `T` to `U` (the element function of every cast).
+fn cast_element<T: CpuElement, U: CpuElement>(v: T) -> U {
+    U::from_scalar(v.to_scalar())
 }
 
 /// Copies and casts a buffer to `dtype`.
 pub fn cast_buffer(x: &CpuBuffer, l: &Layout, dtype: crate::dtype::Dtype) -> Result<CpuBuffer> {
-    fn to<U: CpuElement>(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
-        Ok(U::into_buffer(crate::with_buffer!(x, v => cast::<_, U>(v, l))?))
-    }
-    use crate::dtype::Dtype as D;
-    match dtype {
-        D::Bool => to::<bool>(x, l),
-        D::U8 => to::<u8>(x, l),
-        D::U16 => to::<u16>(x, l),
-        D::U32 => to::<u32>(x, l),
-        D::U64 => to::<u64>(x, l),
-        D::I8 => to::<i8>(x, l),
-        D::I16 => to::<i16>(x, l),
-        D::I32 => to::<i32>(x, l),
-        D::I64 => to::<i64>(x, l),
-        D::F16 => to::<half::f16>(x, l),
-        D::BF16 => to::<half::bf16>(x, l),
-        D::F32 => to::<f32>(x, l),
-        D::F64 => to::<f64>(x, l),
-        D::C64 => to::<num_complex::Complex32>(x, l),
-    }
+    filled_buffer(dtype, l.size(), |out| cast_into(x, l, out))
+}
+
+/// Casts the elements `l` selects into `out` (of any dtype).
+pub fn cast_into(x: &CpuBuffer, l: &Layout, out: Out) -> Result<()> {
+    crate::with_element_type!(out.dtype(), U => crate::with_buffer!(x, v => {
+        map_unary_into(v, l, out.typed::<U>()?, cast_element);
+        Ok(())
+    }))
 }
 
 /// The elements `l` selects, row-contiguous, with their bytes read as
@@ -176,37 +193,48 @@ pub fn copy_buffer(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
     Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(map_unary(v, l, |e| e)?)))
 }
 
-/// One `if` per op of the unary table: the kernel for `$op` if it is this
-/// row, over the buffer types of the row's kind.
+/// One `if` per op of the unary table: if `$op` is this row, returns
+/// `$apply!(v, f, $extra..)` for the typed elements `v` of `$x` and the
+/// row's element function `f`, over the buffer types of the row's kind.
 macro_rules! unary_arm {
-    (float, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+    (float, $name:ident, $Var:ident, $op:ident, $x:ident, $apply:ident($($extra:ident),*)) => {
         if $op == UnaryOp::$Var {
-            return crate::with_float_buffer!($x, v => Ok(CpuElement::into_buffer(map_unary(v, $l, FloatElement::$name)?)),
+            return crate::with_float_buffer!($x, v => $apply!(v, FloatElement::$name $(, $extra)*),
                 _ => Err(refused($op, $x)));
         }
     };
-    (real_float, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+    (real_float, $name:ident, $Var:ident, $op:ident, $x:ident, $apply:ident($($extra:ident),*)) => {
         if $op == UnaryOp::$Var {
-            return crate::with_real_float_buffer!($x, v => Ok(CpuElement::into_buffer(map_unary(v, $l, RealFloatElement::$name)?)),
+            return crate::with_real_float_buffer!($x, v => $apply!(v, RealFloatElement::$name $(, $extra)*),
                 _ => Err(refused($op, $x)));
         }
     };
-    (bits, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+    (bits, $name:ident, $Var:ident, $op:ident, $x:ident, $apply:ident($($extra:ident),*)) => {
         if $op == UnaryOp::$Var {
-            return crate::with_bits_buffer!($x, v => Ok(CpuElement::into_buffer(map_unary(v, $l, BitsElement::$name)?)),
+            return crate::with_bits_buffer!($x, v => $apply!(v, BitsElement::$name $(, $extra)*),
                 _ => Err(refused($op, $x)));
         }
     };
-    (predicate, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
+    ($any:ident, $name:ident, $Var:ident, $op:ident, $x:ident, $apply:ident($($extra:ident),*)) => {
         if $op == UnaryOp::$Var {
-            return Ok(CpuBuffer::Bool(crate::with_buffer!($x, v => map_unary(v, $l, Element::$name)?).into()));
+            return crate::with_buffer!($x, v => $apply!(v, Element::$name $(, $extra)*));
         }
     };
-    ($any:ident, $name:ident, $Var:ident, $op:ident, $x:ident, $l:ident) => {
-        if $op == UnaryOp::$Var {
-            return Ok(crate::with_buffer!($x, v => CpuElement::into_buffer(map_unary(v, $l, Element::$name)?)));
-        }
+}
+
+/// A unary arm's kernel into a new buffer.
+macro_rules! unary_to_buffer {
+    ($v:ident, $f:path, $l:ident) => {
+        Ok(CpuElement::into_buffer(map_unary($v, $l, $f)?))
     };
+}
+
+/// A unary arm's kernel into an [`Out`].
+macro_rules! unary_to_out {
+    ($v:ident, $f:path, $l:ident, $out:ident) => {{
+        map_unary_into($v, $l, $out.typed()?, $f);
+        Ok(())
+    }};
 }
 
 fn refused(op: UnaryOp, x: &CpuBuffer) -> Error {
@@ -220,7 +248,13 @@ macro_rules! cpu_unary {
         /// op, on [`Element`], [`FloatElement`], [`RealFloatElement`] or
         /// [`BitsElement`] by the op's kind.
         pub fn unary(op: UnaryOp, x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
-            $(unary_arm!($kind, $name, $Var, op, x, l);)*
+            $(unary_arm!($kind, $name, $Var, op, x, unary_to_buffer(l));)*
+            unreachable!("every unary op has a row")
+        }
+
+        /// [`unary`] into `out` (of the op's output dtype, `l.size()` elements).
+        pub fn unary_into(op: UnaryOp, x: &CpuBuffer, l: &Layout, out: Out) -> Result<()> {
+            $(unary_arm!($kind, $name, $Var, op, x, unary_to_out(l, out));)*
             unreachable!("every unary op has a row")
         }
     };
@@ -228,51 +262,67 @@ macro_rules! cpu_unary {
 
 crate::unary_ops!(cpu_unary);
 
-/// One `if` per op of the binary table, as [`unary_arm`].
+/// One `if` per op of the binary table, as [`unary_arm`]: `$apply!(va, vb,
+/// f, $extra..)` with the typed elements of both operands.
 macro_rules! binary_arm {
-    (compare, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+    (compare, $name:ident, $Var:ident, $op:ident, $a:ident, $b:ident, $apply:ident($($extra:ident),*)) => {
         if $op == BinaryOp::$Var {
             return crate::with_buffer!($a, va => {
                 let vb = same_type(va, $b, $op)?;
-                Ok(CpuBuffer::Bool(map_binary(va, $la, vb, $lb, compare::$name)?.into()))
+                $apply!(va, vb, compare::$name $(, $extra)*)
             });
         }
     };
-    (float, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+    (float, $name:ident, $Var:ident, $op:ident, $a:ident, $b:ident, $apply:ident($($extra:ident),*)) => {
         if $op == BinaryOp::$Var {
             return crate::with_float_buffer!($a, va => {
                 let vb = same_type(va, $b, $op)?;
-                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, float_fn!($name))?))
+                $apply!(va, vb, float_fn!($name) $(, $extra)*)
             }, _ => Err(refused_binary($op, $a)));
         }
     };
-    (real_float, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+    (real_float, $name:ident, $Var:ident, $op:ident, $a:ident, $b:ident, $apply:ident($($extra:ident),*)) => {
         if $op == BinaryOp::$Var {
             return crate::with_real_float_buffer!($a, va => {
                 let vb = same_type(va, $b, $op)?;
-                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, RealFloatElement::$name)?))
+                $apply!(va, vb, RealFloatElement::$name $(, $extra)*)
             }, _ => Err(refused_binary($op, $a)));
         }
     };
-    (bits, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+    (bits, $name:ident, $Var:ident, $op:ident, $a:ident, $b:ident, $apply:ident($($extra:ident),*)) => {
         if $op == BinaryOp::$Var {
             return crate::with_bits_buffer!($a, va => {
                 let vb = same_type(va, $b, $op)?;
-                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, BitsElement::$name)?))
+                $apply!(va, vb, BitsElement::$name $(, $extra)*)
             }, _ => Err(refused_binary($op, $a)));
         }
     };
-    (shift, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
-        binary_arm!(bits, $name, $Var, $op, $a, $la, $b, $lb);
+    (shift, $name:ident, $Var:ident, $op:ident, $a:ident, $b:ident, $apply:ident($($extra:ident),*)) => {
+        binary_arm!(bits, $name, $Var, $op, $a, $b, $apply($($extra),*));
     };
-    ($any:ident, $name:ident, $Var:ident, $op:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+    ($any:ident, $name:ident, $Var:ident, $op:ident, $a:ident, $b:ident, $apply:ident($($extra:ident),*)) => {
         if $op == BinaryOp::$Var {
             return crate::with_buffer!($a, va => {
                 let vb = same_type(va, $b, $op)?;
-                Ok(CpuElement::into_buffer(map_binary(va, $la, vb, $lb, arith_fn!($name))?))
+                $apply!(va, vb, arith_fn!($name) $(, $extra)*)
             });
         }
     };
+}
+
+/// A binary arm's kernel into a new buffer.
+macro_rules! binary_to_buffer {
+    ($va:ident, $vb:ident, $f:expr, $la:ident, $lb:ident) => {
+        Ok(CpuElement::into_buffer(map_binary($va, $la, $vb, $lb, $f)?))
+    };
+}
+
+/// A binary arm's kernel into an [`Out`].
+macro_rules! binary_to_out {
+    ($va:ident, $vb:ident, $f:expr, $la:ident, $lb:ident, $out:ident) => {{
+        map_binary_into($va, $la, $vb, $lb, $out.typed()?, $f);
+        Ok(())
+    }};
 }
 
 /// The element function of an arithmetic row (table names to `Element` methods).
@@ -351,7 +401,16 @@ macro_rules! cpu_binary {
                     return out;
                 }
             }
-            $(binary_arm!($kind, $name, $Var, op, a, la, b, lb);)*
+            $(binary_arm!($kind, $name, $Var, op, a, b, binary_to_buffer(la, lb));)*
+            unreachable!("every binary op has a row")
+        }
+
+        /// [`binary`] into `out` (of the op's output dtype, `la.size()` elements).
+        pub fn binary_into(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout, out: Out) -> Result<()> {
+            if op == BinaryOp::Divide && super::scalar_divide::divides_by_power_of_two(a, la, b, lb) {
+                return super::scalar_divide::divide_by_scalar_into(a, la, b, lb, out);
+            }
+            $(binary_arm!($kind, $name, $Var, op, a, b, binary_to_out(la, lb, out));)*
             unreachable!("every binary op has a row")
         }
     };
@@ -361,13 +420,25 @@ crate::binary_ops!(cpu_binary);
 
 /// `cond ? x : y` with all layouts sharing the output shape.
 pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuffer, ly: &Layout) -> Result<CpuBuffer> {
-    fn typed<T: CpuElement>(cond: &[bool], lc: &Layout, x: &[T], lx: &Layout, y: &[T], ly: &Layout) -> Result<Vec<T>> {
-        let mut out = output_vec::<T>(lc.size())?;
+    filled_buffer(super::buffer_dtype(x), lc.size(), |out| select_into(cond, lc, x, lx, y, ly, out))
+}
+
+/// [`select`] into `out` (of the operands' dtype, `lc.size()` elements).
+pub fn select_into(
+    cond: &[bool],
+    lc: &Layout,
+    x: &CpuBuffer,
+    lx: &Layout,
+    y: &CpuBuffer,
+    ly: &Layout,
+    out: Out,
+) -> Result<()> {
+    fn typed<T: CpuElement>(cond: &[bool], lc: &Layout, x: &[T], lx: &Layout, y: &[T], ly: &Layout, out: &mut [T]) {
         fill_strided(
             &lc.shape,
             [&lc.strides, &lx.strides, &ly.strides],
             [lc.offset, lx.offset, ly.offset],
-            &mut out,
+            out,
             |o, [bc, bx, by], [sc, sx, sy]| {
                 for (j, o) in o.iter_mut().enumerate() {
                     let j = j as isize;
@@ -379,10 +450,10 @@ pub fn select(cond: &[bool], lc: &Layout, x: &CpuBuffer, lx: &Layout, y: &CpuBuf
                 }
             },
         );
-        Ok(out)
     }
     crate::with_buffer!(x, vx => {
         let vy = CpuElement::slice_of(y).ok_or_else(|| Error::invalid("where", "operands differ in dtype"))?;
-        Ok(CpuElement::into_buffer(typed(cond, lc, vx, lx, vy, ly)?))
+        typed(cond, lc, vx, lx, vy, ly, out.typed()?);
+        Ok(())
     })
 }

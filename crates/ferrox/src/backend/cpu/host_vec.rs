@@ -50,6 +50,15 @@ impl<T> HostVec<T> {
     pub fn as_slice(&self) -> &[T] {
         self
     }
+
+    /// The elements, writable, when ferrox owns them (`None` for foreign
+    /// memory, which is never written).
+    pub fn owned_mut(&mut self) -> Option<&mut [T]> {
+        match &mut self.repr {
+            Repr::Owned(v) => Some(v),
+            Repr::Foreign { .. } => None,
+        }
+    }
 }
 
 impl<T: Clone> HostVec<T> {

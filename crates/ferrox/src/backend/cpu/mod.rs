@@ -14,6 +14,7 @@ pub mod math;
 pub mod matmul;
 mod norm;
 pub mod optimizer;
+pub mod out;
 pub mod random;
 pub mod reduce;
 mod rope;

@@ -7,27 +7,47 @@
 //! exact in the normal range, but measured no faster than division on a
 //! Zen 4 core: the conversions cost what the division saved.)
 
-use super::{CpuBuffer, CpuElement};
-use crate::error::Result;
+use super::elementwise::map_unary_into;
+use super::out::{filled_buffer, Out};
+use super::CpuBuffer;
+use crate::error::{Error, Result};
 use crate::shape::Layout;
 
-/// `a / b` when `b` reads one element that is such a power of two of
-/// float32 or float64; `None` when the ordinary kernel should run.
-pub fn divide_by_scalar(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Option<Result<CpuBuffer>> {
+/// Whether `a / b` takes this path: `a` is not empty and `b` reads one
+/// float32 or float64 element of `a`'s dtype that is such a power of two.
+pub fn divides_by_power_of_two(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> bool {
     if !lb.reads_one_element() || la.size() == 0 {
-        return None;
+        return false;
     }
     match (a, b) {
+        (CpuBuffer::F32(_), CpuBuffer::F32(d)) => reciprocal_f32(d[lb.offset]).is_some(),
+        (CpuBuffer::F64(_), CpuBuffer::F64(d)) => reciprocal_f64(d[lb.offset]).is_some(),
+        _ => false,
+    }
+}
+
+/// `a / b` when [`divides_by_power_of_two`]; `None` when the ordinary
+/// kernel should run.
+pub fn divide_by_scalar(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Option<Result<CpuBuffer>> {
+    divides_by_power_of_two(a, la, b, lb)
+        .then(|| filled_buffer(super::buffer_dtype(a), la.size(), |out| divide_by_scalar_into(a, la, b, lb, out)))
+}
+
+/// [`divide_by_scalar`] into `out`; an error unless [`divides_by_power_of_two`].
+pub fn divide_by_scalar_into(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout, out: Out) -> Result<()> {
+    let not_a_power = || Error::invalid("divide", "the divisor is not one power of two");
+    match (a, b) {
         (CpuBuffer::F32(x), CpuBuffer::F32(d)) => {
-            let r = reciprocal_f32(d[lb.offset])?;
-            Some(super::elementwise::map_unary(x, la, move |v: f32| v * r).map(CpuElement::into_buffer))
+            let r = lb.reads_one_element().then(|| reciprocal_f32(d[lb.offset])).flatten().ok_or_else(not_a_power)?;
+            map_unary_into(x, la, out.typed()?, move |v: f32| v * r);
         }
         (CpuBuffer::F64(x), CpuBuffer::F64(d)) => {
-            let r = reciprocal_f64(d[lb.offset])?;
-            Some(super::elementwise::map_unary(x, la, move |v: f64| v * r).map(CpuElement::into_buffer))
+            let r = lb.reads_one_element().then(|| reciprocal_f64(d[lb.offset])).flatten().ok_or_else(not_a_power)?;
+            map_unary_into(x, la, out.typed()?, move |v: f64| v * r);
         }
-        _ => None,
+        _ => return Err(not_a_power()),
     }
+    Ok(())
 }
 
 /// `1 / d` when `d` is a power of two whose reciprocal is a normal float32.

@@ -127,6 +127,73 @@ macro_rules! with_bits_buffer {
     }};
 }
 
+/// Runs `$body` with the type alias `$T` naming the element type of `$dtype`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_element_type {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::dtype::Dtype as D;
+        match $dtype {
+            D::Bool => {
+                type $T = bool;
+                $body
+            }
+            D::U8 => {
+                type $T = u8;
+                $body
+            }
+            D::U16 => {
+                type $T = u16;
+                $body
+            }
+            D::U32 => {
+                type $T = u32;
+                $body
+            }
+            D::U64 => {
+                type $T = u64;
+                $body
+            }
+            D::I8 => {
+                type $T = i8;
+                $body
+            }
+            D::I16 => {
+                type $T = i16;
+                $body
+            }
+            D::I32 => {
+                type $T = i32;
+                $body
+            }
+            D::I64 => {
+                type $T = i64;
+                $body
+            }
+            D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            D::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            D::F32 => {
+                type $T = f32;
+                $body
+            }
+            D::F64 => {
+                type $T = f64;
+                $body
+            }
+            D::C64 => {
+                type $T = num_complex::Complex32;
+                $body
+            }
+        }
+    }};
+}
+
 impl CpuBuffer {
     /// Whether the elements live in memory another library owns.
     pub fn is_foreign(&self) -> bool {
