@@ -210,7 +210,7 @@ impl BlockState {
         shape.extend_from_slice(&blocks.shape[axis + 1..]);
         let views =
             strides.iter().map(|st| Layout { shape: shape.clone(), strides: st[axis..].to_vec(), offset: 0 }).collect();
-        let slots = Slots::new(&plan.slot_dtypes, &shape)?;
+        let slots = Slots::new(&plan.slot_dtypes, &shape, true)?;
         Ok(BlockState { views, slots })
     }
 
@@ -282,17 +282,20 @@ struct Slots {
 const SLOT_SKEW: usize = 17 * 64;
 
 impl Slots {
-    fn new(dtypes: &[Dtype], block_shape: &[usize]) -> Result<Slots> {
+    /// Slots for blocks of `block_shape`, skewed as above when `skewed`
+    /// (blocks run over and over), or exactly a block long (a reduction's
+    /// piece, whose value is then taken without a copy).
+    fn new(dtypes: &[Dtype], block_shape: &[usize], skewed: bool) -> Result<Slots> {
         let capacity = numel(block_shape);
         let (mut buffers, mut layouts) = (Vec::with_capacity(dtypes.len()), Vec::with_capacity(dtypes.len()));
         for (k, &dtype) in dtypes.iter().enumerate() {
             let size = dtype.size();
-            let pad = 4096 / size;
+            let pad = if skewed { 4096 / size } else { 0 };
             let buffer =
                 crate::with_element_type!(dtype, T => CpuElement::into_buffer(output_vec::<T>(capacity + pad)?));
             let address = bytes_of(&buffer).as_ptr() as usize;
             let target = (SLOT_SKEW * (k + 1)) % 4096;
-            let start = ((target + 4096 - address % 4096) % 4096) / size;
+            let start = if skewed { ((target + 4096 - address % 4096) % 4096) / size } else { 0 };
             let mut layout = Layout::contiguous(block_shape);
             layout.offset = start;
             buffers.push(Some(buffer));
@@ -502,7 +505,7 @@ pub fn fused_reduce(
                 Layout { shape: vec![len], strides: vec![s], offset: offset as usize }
             })
             .collect();
-        let mut slots = Slots::new(&plan.slot_dtypes, &[len])?;
+        let mut slots = Slots::new(&plan.slot_dtypes, &[len], false)?;
         run_steps(program, &plan, inputs, &views, &mut slots, len, &|_| None)?;
         let value = slots.take(value_slot, len).ok_or_else(|| missing_value(program))??;
         if work == value_dtype {
