@@ -8,26 +8,9 @@ use rayon::prelude::*;
 
 /// Builds a buffer of `dtype` by calling `make::<T>()` with the matching type.
 macro_rules! typed_buffer {
-    ($dtype:expr, $make:ident ( $($arg:expr),* )) => {{
-        use half::{bf16, f16};
-        use num_complex::Complex32;
-        match $dtype {
-            Dtype::Bool => CpuBuffer::Bool($make::<bool>($($arg),*)?.into()),
-            Dtype::U8 => CpuBuffer::U8($make::<u8>($($arg),*)?.into()),
-            Dtype::U16 => CpuBuffer::U16($make::<u16>($($arg),*)?.into()),
-            Dtype::U32 => CpuBuffer::U32($make::<u32>($($arg),*)?.into()),
-            Dtype::U64 => CpuBuffer::U64($make::<u64>($($arg),*)?.into()),
-            Dtype::I8 => CpuBuffer::I8($make::<i8>($($arg),*)?.into()),
-            Dtype::I16 => CpuBuffer::I16($make::<i16>($($arg),*)?.into()),
-            Dtype::I32 => CpuBuffer::I32($make::<i32>($($arg),*)?.into()),
-            Dtype::I64 => CpuBuffer::I64($make::<i64>($($arg),*)?.into()),
-            Dtype::F16 => CpuBuffer::F16($make::<f16>($($arg),*)?.into()),
-            Dtype::BF16 => CpuBuffer::BF16($make::<bf16>($($arg),*)?.into()),
-            Dtype::F32 => CpuBuffer::F32($make::<f32>($($arg),*)?.into()),
-            Dtype::F64 => CpuBuffer::F64($make::<f64>($($arg),*)?.into()),
-            Dtype::C64 => CpuBuffer::C64($make::<Complex32>($($arg),*)?.into()),
-        }
-    }};
+    ($dtype:expr, $make:ident ( $($arg:expr),* )) => {
+        $crate::with_element_type!($dtype, T => T::into_buffer($make::<T>($($arg),*)?))
+    };
 }
 
 /// `n` copies of `value` cast to `dtype`.

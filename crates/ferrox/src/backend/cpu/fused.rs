@@ -318,23 +318,14 @@ impl Slots {
         bytes_of(buffer).get(self.layouts[s].offset * size..(self.layouts[s].offset + len) * size)
     }
 
-    /// Slot `s`'s first `len` elements, taken out of the slot: a buffer of
-    /// exactly those elements (`None` if the slot is empty).
-    fn take(&mut self, s: usize, len: usize) -> Option<Result<CpuBuffer>> {
-        let buffer = self.buffers[s].take()?;
-        let start = self.layouts[s].offset;
-        if start == 0 && buffer_len(&buffer) == len {
-            return Some(Ok(buffer));
+    /// The buffer of an unskewed slot `s`, taken out of the slot: exactly
+    /// its block's elements (`None` if the slot is empty or skewed).
+    fn take(&mut self, s: usize) -> Option<CpuBuffer> {
+        if self.layouts[s].offset != 0 {
+            return None;
         }
-        let part = elementwise::copy_buffer(&buffer, &Layout { shape: vec![len], strides: vec![1], offset: start });
-        super::cache::recycle(buffer);
-        Some(part)
+        self.buffers[s].take()
     }
-}
-
-/// The number of elements of a host buffer.
-fn buffer_len(b: &CpuBuffer) -> usize {
-    crate::with_buffer!(b, v => v.len())
 }
 
 impl Drop for Slots {
@@ -507,7 +498,7 @@ pub fn fused_reduce(
             .collect();
         let mut slots = Slots::new(&plan.slot_dtypes, &[len], false)?;
         run_steps(program, &plan, inputs, &views, &mut slots, len, &|_| None)?;
-        let value = slots.take(value_slot, len).ok_or_else(|| missing_value(program))??;
+        let value = slots.take(value_slot).ok_or_else(|| missing_value(program))?;
         if work == value_dtype {
             return Ok(value);
         }

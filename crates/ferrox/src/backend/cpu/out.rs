@@ -46,16 +46,6 @@ impl<'a> Out<'a> {
         self.dtype
     }
 
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The elements as `T`, which must be the output's dtype (an error
     /// naming both otherwise).
     pub fn typed<T: CpuElement>(self) -> Result<&'a mut [T]> {
