@@ -30,15 +30,19 @@ def gelu(x):
 REGISTRY_CASES = [(op, d) for op in OPS for d in op.dtypes]
 
 
+@pytest.mark.parametrize("shape", [(5, 33), (9, 520)], ids=["blocks", "tiles"])
 @pytest.mark.parametrize("op,dtype", REGISTRY_CASES, ids=[f"{o.name}-{d}" for o, d in REGISTRY_CASES])
-def test_registry_ops_compiled_equal_uncompiled(op, dtype, rng):
+def test_registry_ops_compiled_equal_uncompiled(op, dtype, shape, rng):
     """Each op reads its inputs through a `where` (an identity the fusion
     pass joins to the op), on a broadcast row, so the compiled graph is one
-    fused node fed by broadcast inputs."""
+    fused node fed by broadcast inputs. The larger shape takes the CPU's
+    tiled path (rows of full tiles and a short one), its first input a
+    transposed view (gathered tile by tile)."""
     f = getattr(fx, op.name)
-    shape = (5, 33)
     nps = [samples(rng, shape, dtype, op.domain, arg=i) for i in range(op.arity)]
     xs = [to_fx(x, dtype) for x in nps]
+    if shape[1] > 100 and xs:
+        xs[0] = to_fx(np.ascontiguousarray(nps[0].T), dtype).T
     xs[-1] = xs[-1][:1]  # broadcast along the rows
 
     def chain(*args):

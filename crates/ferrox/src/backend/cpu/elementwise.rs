@@ -4,8 +4,9 @@
 
 use super::out::{filled_buffer, Out};
 use super::storage::{output_vec, CpuBuffer, CpuElement};
-use super::strided::{fill_strided, map_contiguous, zip_contiguous};
+use super::strided::{fill_strided, map1_at, map2_at, map_contiguous, simd_level, zip_contiguous};
 use crate::backend::{BinaryOp, UnaryOp};
+use crate::dtype::Dtype;
 use crate::element::{BitsElement, Element, FloatElement, RealFloatElement};
 use crate::error::{Error, Result};
 use crate::shape::Layout;
@@ -193,6 +194,118 @@ pub fn copy_buffer(x: &CpuBuffer, l: &Layout) -> Result<CpuBuffer> {
     Ok(crate::with_buffer!(x, v => CpuElement::into_buffer(map_unary(v, l, |e| e)?)))
 }
 
+/// A kernel resolved once for a fused program's step: it reads `len`
+/// contiguous elements at each operand pointer and writes `len` at the
+/// output pointer, through the element function the eager kernel of the
+/// same op and dtypes applies (so results agree bit for bit).
+pub struct RunKernel {
+    out_dtype: Dtype,
+    apply: Box<RunFn>,
+}
+
+/// A run kernel's body: operand pointers, output pointer, element count.
+type RunFn = dyn Fn(&[*const u8], *mut u8, usize) + Send + Sync;
+
+impl RunKernel {
+    fn new<U: CpuElement>(apply: impl Fn(&[*const u8], *mut u8, usize) + Send + Sync + 'static) -> RunKernel {
+        RunKernel { out_dtype: U::DTYPE, apply: Box::new(apply) }
+    }
+
+    /// The dtype the kernel writes.
+    pub fn out_dtype(&self) -> Dtype {
+        self.out_dtype
+    }
+
+    /// Runs the kernel over `len` elements.
+    ///
+    /// # Safety
+    /// `operands` holds one pointer per operand of the op, each to `len`
+    /// valid, aligned elements of the dtype the kernel was resolved for;
+    /// `out` points to `len` valid, aligned elements of [`Self::out_dtype`]
+    /// that overlap no operand and that nothing else accesses meanwhile.
+    pub unsafe fn run(&self, operands: &[*const u8], out: *mut u8, len: usize) {
+        (self.apply)(operands, out, len)
+    }
+}
+
+/// The typed elements behind a run kernel's pointers ([`RunKernel::run`]'s
+/// contract makes these valid).
+unsafe fn run_slices<'a, T, U>(operand: *const u8, out: *mut u8, len: usize) -> (&'a [T], &'a mut [U]) {
+    (std::slice::from_raw_parts(operand.cast::<T>(), len), std::slice::from_raw_parts_mut(out.cast::<U>(), len))
+}
+
+/// A run kernel applying `f` to one operand (`_probe` names its type).
+pub(super) fn run_unary<T: CpuElement, U: CpuElement>(
+    _probe: &[T],
+    f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
+) -> RunKernel {
+    let level = simd_level();
+    RunKernel::new::<U>(move |operands, out, len| {
+        // SAFETY: `RunKernel::run`'s contract.
+        let (x, o) = unsafe { run_slices::<T, U>(operands[0], out, len) };
+        map1_at(level, x, o, &f)
+    })
+}
+
+/// A run kernel applying `f` to two operands of one type.
+fn run_binary<T: CpuElement, U: CpuElement>(
+    _probe: &[T],
+    f: impl Fn(T, T) -> U + Copy + Send + Sync + 'static,
+) -> RunKernel {
+    let level = simd_level();
+    RunKernel::new::<U>(move |operands, out, len| {
+        // SAFETY: `RunKernel::run`'s contract.
+        let (a, o) = unsafe { run_slices::<T, U>(operands[0], out, len) };
+        // SAFETY: as above, for the second operand.
+        let b = unsafe { std::slice::from_raw_parts(operands[1].cast::<T>(), len) };
+        map2_at(level, a, b, o, &f)
+    })
+}
+
+/// An empty buffer of `dtype`: it selects a table row's typed arm when a
+/// kernel is resolved for a dtype rather than run on a buffer.
+fn probe(dtype: Dtype) -> CpuBuffer {
+    crate::with_element_type!(dtype, T => CpuElement::into_buffer(Vec::<T>::new()))
+}
+
+/// The run kernel of unary `op` over `dtype` (its compute dtype).
+pub fn unary_run_kernel(op: UnaryOp, dtype: Dtype) -> Result<RunKernel> {
+    unary_kernel_for(op, &probe(dtype))
+}
+
+/// The run kernel of binary `op` over operands of `dtype`.
+pub fn binary_run_kernel(op: BinaryOp, dtype: Dtype) -> Result<RunKernel> {
+    let probe = probe(dtype);
+    binary_kernel_for(op, &probe, &probe)
+}
+
+/// The run kernel of `where(cond, x, y)` with `x` and `y` of `dtype` (as
+/// [`select_into`]).
+pub fn select_run_kernel(dtype: Dtype) -> RunKernel {
+    fn typed<T: CpuElement>() -> RunKernel {
+        RunKernel::new::<T>(|operands, out, len| {
+            // SAFETY: `RunKernel::run`'s contract (the condition is bool).
+            let (cond, o) = unsafe { run_slices::<bool, T>(operands[0], out, len) };
+            // SAFETY: as above, for the two values.
+            let (x, y) = unsafe {
+                (
+                    std::slice::from_raw_parts(operands[1].cast::<T>(), len),
+                    std::slice::from_raw_parts(operands[2].cast::<T>(), len),
+                )
+            };
+            for (((o, &c), &x), &y) in o.iter_mut().zip(cond).zip(x).zip(y) {
+                *o = if c { x } else { y };
+            }
+        })
+    }
+    crate::with_element_type!(dtype, T => typed::<T>())
+}
+
+/// The run kernel casting `from` to `to` (as [`cast_into`]).
+pub fn cast_run_kernel(from: Dtype, to: Dtype) -> RunKernel {
+    crate::with_element_type!(to, U => crate::with_element_type!(from, T => run_unary(&[] as &[T], cast_element::<T, U>)))
+}
+
 /// One `if` per op of the unary table: if `$op` is this row, returns
 /// `$apply!(v, f, $extra..)` for the typed elements `v` of `$x` and the
 /// row's element function `f`, over the buffer types of the row's kind.
@@ -237,6 +350,13 @@ macro_rules! unary_to_out {
     }};
 }
 
+/// A unary arm's [`RunKernel`].
+macro_rules! unary_to_run {
+    ($v:ident, $f:path) => {
+        Ok(run_unary($v, $f))
+    };
+}
+
 fn refused(op: UnaryOp, x: &CpuBuffer) -> Error {
     Error::UnsupportedDtype { op: op.name(), dtype: super::buffer_dtype(x), detail: op.kind().refusal() }
 }
@@ -255,6 +375,12 @@ macro_rules! cpu_unary {
         /// [`unary`] into `out` (of the op's output dtype, `l.size()` elements).
         pub fn unary_into(op: UnaryOp, x: &CpuBuffer, l: &Layout, out: Out) -> Result<()> {
             $(unary_arm!($kind, $name, $Var, op, x, unary_to_out(l, out));)*
+            unreachable!("every unary op has a row")
+        }
+
+        /// The [`RunKernel`] of `op` for `x`'s dtype.
+        fn unary_kernel_for(op: UnaryOp, x: &CpuBuffer) -> Result<RunKernel> {
+            $(unary_arm!($kind, $name, $Var, op, x, unary_to_run());)*
             unreachable!("every unary op has a row")
         }
     };
@@ -322,6 +448,14 @@ macro_rules! binary_to_out {
     ($va:ident, $vb:ident, $f:expr, $la:ident, $lb:ident, $out:ident) => {{
         map_binary_into($va, $la, $vb, $lb, $out.typed()?, $f);
         Ok(())
+    }};
+}
+
+/// A binary arm's [`RunKernel`].
+macro_rules! binary_to_run {
+    ($va:ident, $vb:ident, $f:expr) => {{
+        let _ = $vb;
+        Ok(run_binary($va, $f))
     }};
 }
 
@@ -411,6 +545,12 @@ macro_rules! cpu_binary {
                 return super::scalar_divide::divide_by_scalar_into(a, la, b, lb, out);
             }
             $(binary_arm!($kind, $name, $Var, op, a, b, binary_to_out(la, lb, out));)*
+            unreachable!("every binary op has a row")
+        }
+
+        /// The [`RunKernel`] of `op` for operands of `a`'s (and `b`'s) dtype.
+        fn binary_kernel_for(op: BinaryOp, a: &CpuBuffer, b: &CpuBuffer) -> Result<RunKernel> {
+            $(binary_arm!($kind, $name, $Var, op, a, b, binary_to_run());)*
             unreachable!("every binary op has a row")
         }
     };

@@ -1,5 +1,7 @@
-//! Fused elementwise programs on the host (`compile`'s fusion): the output
-//! is cut into blocks of about [`BLOCK`] elements, and each block runs the
+//! Fused elementwise programs on the host (`compile`'s fusion). Outputs of
+//! some size with rows that are not short run tile by tile
+//! ([`super::fused_tiles`]); the rest, and fused reductions, run here: the
+//! output is cut into blocks of about [`BLOCK`] elements, and each block runs the
 //! whole program with its intermediates in the core's cache before the
 //! next block starts, so the data passes through memory once however long
 //! the chain. Each step calls the same element functions as the eager
@@ -9,6 +11,7 @@
 //! into the output.
 
 use super::elementwise;
+use super::fused_tiles::Tiled;
 use super::out::Out;
 use super::reduce;
 use super::storage::{output_vec, CpuBuffer, CpuElement, CpuStorage};
@@ -28,7 +31,7 @@ const BLOCK: usize = 16384;
 
 /// Runs of consecutive blocks per thread: enough for rayon to even out the
 /// threads, few enough that each run walks memory in long sequences.
-const RUNS_PER_THREAD: usize = 8;
+pub(super) const RUNS_PER_THREAD: usize = 8;
 
 /// How the (collapsed) output shape is cut into blocks: runs of `per`
 /// indices along `axis`, each with every index of the axes after it (a
@@ -80,6 +83,12 @@ pub fn fused(program: &FusedProgram, inputs: &[(&CpuBuffer, Layout)], shape: &[u
         if n == 0 {
             return Ok(());
         }
+        if let Some(tiled) = Tiled::new(program, inputs, &dims, &strides)? {
+            // SAFETY: each output holds `n` elements of its dtype, written
+            // by this call alone.
+            unsafe { tiled.run(outs) };
+            return Ok(());
+        }
         let blocks = Blocks::new(&dims);
         let plan = Plan::new(program, true);
         // Runs of consecutive blocks, each on one thread with one state.
@@ -122,7 +131,7 @@ fn with_outputs(
 }
 
 /// The bytes of a host buffer.
-fn bytes_of(b: &CpuBuffer) -> &[u8] {
+pub(super) fn bytes_of(b: &CpuBuffer) -> &[u8] {
     // SAFETY: every element type is plain data without padding (bool is one
     // byte holding 0 or 1); the slice covers exactly the buffer's elements.
     crate::with_buffer!(b, v => unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..])) })
@@ -132,19 +141,19 @@ fn bytes_of(b: &CpuBuffer) -> &[u8] {
 /// once per run: steps share a buffer (a slot) when their lifetimes do not
 /// overlap, so a long chain keeps a few buffers hot, and a step whose value
 /// is only one output (read by no later step) writes into the output.
-struct Plan {
+pub(super) struct Plan {
     /// For each step: its slot, or `None` when it writes an output directly.
-    slot_of: Vec<Option<usize>>,
+    pub(super) slot_of: Vec<Option<usize>>,
     /// The dtype of each slot.
-    slot_dtypes: Vec<Dtype>,
+    pub(super) slot_dtypes: Vec<Dtype>,
     /// For each step, the output it writes directly, if any.
-    direct: Vec<Option<usize>>,
+    pub(super) direct: Vec<Option<usize>>,
 }
 
 impl Plan {
     /// The plan of `program`; outputs are written directly when
     /// `direct_outputs` allows and their step qualifies.
-    fn new(program: &FusedProgram, direct_outputs: bool) -> Plan {
+    pub(super) fn new(program: &FusedProgram, direct_outputs: bool) -> Plan {
         let steps = &program.steps;
         let mut read_later = vec![false; steps.len()];
         for step in steps {
@@ -338,7 +347,7 @@ impl Drop for Slots {
 
 /// The error for a program whose steps read a value no step kept (a
 /// malformed program; the builder never makes one).
-fn missing_value(program: &FusedProgram) -> Error {
+pub(super) fn missing_value(program: &FusedProgram) -> Error {
     Error::invalid("compile", format!("a fused program reads a value it does not keep: {}", program.describe()))
 }
 

@@ -8,6 +8,7 @@ pub mod creation;
 pub mod elementwise;
 mod fast;
 mod fused;
+mod fused_tiles;
 pub mod gather;
 pub mod host_vec;
 pub mod math;

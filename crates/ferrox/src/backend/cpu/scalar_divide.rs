@@ -7,7 +7,7 @@
 //! exact in the normal range, but measured no faster than division on a
 //! Zen 4 core: the conversions cost what the division saved.)
 
-use super::elementwise::map_unary_into;
+use super::elementwise::{map_unary_into, run_unary, RunKernel};
 use super::out::{filled_buffer, Out};
 use super::CpuBuffer;
 use crate::error::{Error, Result};
@@ -48,6 +48,17 @@ pub fn divide_by_scalar_into(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Lay
         _ => return Err(not_a_power()),
     }
     Ok(())
+}
+
+/// The run kernel of `a / b` (for the fused evaluator) when `b`, element
+/// `offset` of a buffer of `a`'s dtype read for every element, is a power
+/// of two as above: the product with its reciprocal. `None` otherwise.
+pub fn reciprocal_run_kernel(b: &CpuBuffer, offset: usize) -> Option<RunKernel> {
+    match b {
+        CpuBuffer::F32(d) => reciprocal_f32(*d.get(offset)?).map(|r| run_unary(&[] as &[f32], move |v: f32| v * r)),
+        CpuBuffer::F64(d) => reciprocal_f64(*d.get(offset)?).map(|r| run_unary(&[] as &[f64], move |v: f64| v * r)),
+        _ => None,
+    }
 }
 
 /// `1 / d` when `d` is a power of two whose reciprocal is a normal float32.

@@ -162,54 +162,75 @@ mod simd_dispatch {
         map2_body(a, b, o, f)
     }
 
-    #[cfg(target_arch = "x86_64")]
-    fn has_avx512() -> bool {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("avx512dq")
-            && std::is_x86_feature_detected!("avx512bw")
-            && has_avx2_fma()
+    /// The widest vector code the processor runs, detected once.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SimdLevel {
+        /// The baseline target's code.
+        Baseline,
+        /// AVX2 with FMA (x86-64).
+        Avx2Fma,
+        /// AVX-512 F/VL/DQ/BW with AVX2 and FMA (x86-64).
+        Avx512,
     }
 
-    fn has_avx2_fma() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    /// This processor's [`SimdLevel`].
+    pub fn simd_level() -> SimdLevel {
+        static LEVEL: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
+        *LEVEL.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                let avx2_fma = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+                let avx512 = std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512vl")
+                    && std::is_x86_feature_detected!("avx512dq")
+                    && std::is_x86_feature_detected!("avx512bw");
+                if avx2_fma && avx512 {
+                    return SimdLevel::Avx512;
+                }
+                if avx2_fma {
+                    return SimdLevel::Avx2Fma;
+                }
+            }
+            SimdLevel::Baseline
+        })
+    }
+
+    /// `o[i] = f(x[i])` with the code of `level` (which this processor runs).
+    pub fn map1_at<T: Copy, U>(level: SimdLevel, x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
+        match level {
+            // SAFETY: `level` came from `simd_level`, so the processor has these features.
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => unsafe { map1_avx512(x, o, f) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2Fma => unsafe { map1_avx2(x, o, f) },
+            _ => map1_body(x, o, f),
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
+    }
+
+    /// `o[i] = f(a[i], b[i])` with the code of `level` (see [`map1_at`]).
+    pub fn map2_at<T: Copy, U>(level: SimdLevel, a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
+        match level {
+            // SAFETY: `level` came from `simd_level`, so the processor has these features.
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => unsafe { map2_avx512(a, b, o, f) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2Fma => unsafe { map2_avx2(a, b, o, f) },
+            _ => map2_body(a, b, o, f),
         }
     }
 
     pub fn map1<T: Copy, U>(x: &[T], o: &mut [U], f: &impl Fn(T) -> U) {
-        #[cfg(target_arch = "x86_64")]
-        if has_avx512() {
-            // SAFETY: the processor supports these features (checked above).
-            return unsafe { map1_avx512(x, o, f) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2_fma() {
-            // SAFETY: the processor supports AVX2 and FMA (checked above).
-            return unsafe { map1_avx2(x, o, f) };
-        }
-        map1_body(x, o, f)
+        map1_at(simd_level(), x, o, f)
     }
 
     pub fn map2<T: Copy, U>(a: &[T], b: &[T], o: &mut [U], f: &impl Fn(T, T) -> U) {
-        #[cfg(target_arch = "x86_64")]
-        if has_avx512() {
-            // SAFETY: the processor supports these features (checked above).
-            return unsafe { map2_avx512(a, b, o, f) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2_fma() {
-            // SAFETY: the processor supports AVX2 and FMA (checked above).
-            return unsafe { map2_avx2(a, b, o, f) };
-        }
-        map2_body(a, b, o, f)
+        map2_at(simd_level(), a, b, o, f)
     }
 }
+
+pub use simd_dispatch::{map1_at, map2_at, simd_level, SimdLevel};
 
 /// A raw output pointer shared by tasks that write disjoint parts of one
 /// buffer (each user states why its parts are disjoint).
