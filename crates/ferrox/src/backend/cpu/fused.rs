@@ -29,9 +29,8 @@ use rayon::prelude::*;
 /// the fixed cost of a block's steps outweighs L1 residency below it.
 const BLOCK: usize = 16384;
 
-/// Runs of consecutive blocks per thread: enough for rayon to even out the
-/// threads, few enough that each run walks memory in long sequences.
-pub(super) const RUNS_PER_THREAD: usize = 8;
+/// Runs of consecutive blocks (or tiles) per thread ([`for_each_run`]).
+const RUNS_PER_THREAD: usize = 8;
 
 /// How the (collapsed) output shape is cut into blocks: runs of `per`
 /// indices along `axis`, each with every index of the axes after it (a
@@ -86,25 +85,40 @@ pub fn fused(program: &FusedProgram, inputs: &[(&CpuBuffer, Layout)], shape: &[u
         if let Some(tiled) = Tiled::new(program, inputs, &dims, &strides)? {
             // SAFETY: each output holds `n` elements of its dtype, written
             // by this call alone.
-            unsafe { tiled.run(outs) };
-            return Ok(());
+            return unsafe { tiled.run(outs) };
         }
         let blocks = Blocks::new(&dims);
         let plan = Plan::new(program, true);
-        // Runs of consecutive blocks, each on one thread with one state.
-        let run = |first: usize, end: usize| -> Result<()> {
+        for_each_run(n, blocks.count, |first, end| {
             let mut state = BlockState::new(&plan, &strides, &blocks)?;
             (first..end).try_for_each(|b| state.run(program, &plan, inputs, &strides, &blocks, b, outs))
-        };
-        if n >= PARALLEL_THRESHOLD && blocks.count > 1 {
-            let per = blocks.count.div_ceil(rayon::current_num_threads() * RUNS_PER_THREAD);
-            let runs = blocks.count.div_ceil(per);
-            (0..runs).into_par_iter().try_for_each(|r| run(r * per, ((r + 1) * per).min(blocks.count)))
-        } else {
-            run(0, blocks.count)
-        }
+        })
     };
     with_outputs(&dtypes, n, &mut Vec::new(), &mut work)
+}
+
+/// Runs `run(first, end)` over runs of consecutive pieces (blocks or tiles)
+/// that cover `0..count`, each run on one thread, in parallel when the
+/// output's `n` elements are many: enough runs for rayon to even out the
+/// threads, few enough that each walks memory in long sequences.
+pub(super) fn for_each_run(n: usize, count: usize, run: impl Fn(usize, usize) -> Result<()> + Sync) -> Result<()> {
+    if n >= PARALLEL_THRESHOLD && count > 1 {
+        let per = count.div_ceil(rayon::current_num_threads() * RUNS_PER_THREAD);
+        (0..count.div_ceil(per)).into_par_iter().try_for_each(|r| run(r * per, ((r + 1) * per).min(count)))
+    } else {
+        run(0, count)
+    }
+}
+
+/// The element offset of flat (row-major) index `index` over `dims` under
+/// `strides`, from `offset`.
+pub(super) fn offset_of_index(offset: isize, dims: &[usize], strides: &[isize], index: usize) -> isize {
+    let (mut at, mut rest) = (offset, index);
+    for d in (0..dims.len()).rev() {
+        at += (rest % dims[d]) as isize * strides[d];
+        rest /= dims[d];
+    }
+    at
 }
 
 /// Allocates one output of each dtype and runs `work` with pointers to
@@ -237,11 +251,7 @@ impl BlockState {
         let (outer, start, m) = blocks.block(b);
         let axis = blocks.axis;
         for ((view, (_, l)), st) in self.views.iter_mut().zip(inputs).zip(strides) {
-            let (mut offset, mut rest) = (l.offset as isize, outer);
-            for d in (0..axis).rev() {
-                offset += (rest % blocks.shape[d]) as isize * st[d];
-                rest /= blocks.shape[d];
-            }
+            let offset = offset_of_index(l.offset as isize, &blocks.shape[..axis], &st[..axis], outer);
             view.offset = (offset + start as isize * view.strides[0]) as usize;
             view.shape[0] = m;
         }
@@ -497,11 +507,8 @@ pub fn fused_reduce(
             .iter()
             .zip(&run_strides)
             .map(|((_, l), &s)| {
-                let (mut offset, mut rest) = (l.offset as isize + j0 as isize * s, row);
-                for d in (0..lead).rev() {
-                    offset += (rest % shape[d]) as isize * l.strides[d];
-                    rest /= shape[d];
-                }
+                let offset =
+                    offset_of_index(l.offset as isize + j0 as isize * s, &shape[..lead], &l.strides[..lead], row);
                 Layout { shape: vec![len], strides: vec![s], offset: offset as usize }
             })
             .collect();
