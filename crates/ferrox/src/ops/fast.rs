@@ -320,7 +320,7 @@ pub fn scaled_dot_product_attention(
         return ops::zeros(&out_shape, dtype);
     }
     let params = AttentionParams { scale, mask: kind, sinks: sinks.is_some() };
-    let specs = Attention::specs(&qs, inputs[2].shape(), dtype);
+    let specs = Attention::specs(qs, inputs[2].shape(), dtype);
     Ok(Array::siblings_from_primitive(specs, Attention { params }, inputs)?.swap_remove(0))
 }
 

@@ -226,7 +226,7 @@ pub(crate) fn matmul_bias(
     lb: &Layout,
     bias: u64,
 ) -> Result<Option<CudaStorage>> {
-    if !matches!(a.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16) || bias % 16 != 0 {
+    if !matches!(a.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16) || !bias.is_multiple_of(16) {
         return Ok(None);
     }
     product(s, a, la, b, lb, Some(bias))

@@ -108,7 +108,7 @@ fn fill_around(
     let out = CudaStorage::alloc(update.dtype(), shape.iter().product(), s)?;
     let cols = shape[shape.len() - 1];
     let rows = out.len() / cols.max(1);
-    if out.len() == 0 {
+    if out.is_empty() {
         return Ok(out);
     }
     let chunks = u32::try_from(cols.div_ceil(FILL_CHUNK))
