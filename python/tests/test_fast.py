@@ -404,6 +404,7 @@ SDPA_SHAPES = [
     (1, 1, 1, 3, 70, 200, 100),
     (1, 4, 2, 1, 600, 64, 64),  # decode: split over the keys on the GPU
     (2, 2, 2, 3, 700, 128, 128),
+    (1, 2, 1, 200, 330, 128, 128),  # several row blocks and key tiles of the warpgroup kernel
 ]
 
 

@@ -21,13 +21,14 @@ fn nvrtc_present() -> bool {
     }
 }
 
-/// Compiles (name, source, expected kernel names) units on two threads
-/// (NVRTC is thread-safe and CI machines have two cores); returns the
-/// failures, including kernels missing from a cubin.
+/// Compiles (name, source, expected kernel names) units for sm_90a (Hopper
+/// with its warpgroup instructions, so the wgmma kernels compile too) on
+/// two threads (NVRTC is thread-safe and CI machines have two cores);
+/// returns the failures, including kernels missing from a cubin.
 fn compile_units(units: &[(String, String, Vec<String>)]) -> Vec<String> {
     let check = |part: &[(String, String, Vec<String>)]| -> Vec<String> {
         part.iter()
-            .flat_map(|(name, src, kernels)| match compiler::compile(name, src, "sm_90") {
+            .flat_map(|(name, src, kernels)| match compiler::compile(name, src, "sm_90a") {
                 Err(e) => vec![e],
                 Ok(cubin) => kernels
                     .iter()

@@ -102,8 +102,15 @@ impl GpuDevice {
         Ok(())
     }
 
-    /// The NVRTC target for this device, e.g. "sm_90".
+    /// The NVRTC target for this device, e.g. "sm_86"; Hopper (9.0) gets
+    /// "sm_90a", whose warpgroup instructions (wgmma) some kernels use.
     pub(crate) fn arch_name(&self) -> String {
-        format!("sm_{}{}", self.arch.0, self.arch.1)
+        let suffix = if self.has_wgmma() { "a" } else { "" };
+        format!("sm_{}{}{suffix}", self.arch.0, self.arch.1)
+    }
+
+    /// Whether the device runs the Hopper warpgroup kernels (sm_90a).
+    pub(crate) fn has_wgmma(&self) -> bool {
+        self.arch == (9, 0)
     }
 }

@@ -51,6 +51,12 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
                 .iter()
                 .flat_map(|d| [format!("attention_fwd_{d}"), format!("attention_bwd_{d}")])
                 .chain(tensor_core.iter().flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_mma_{d}"))))
+                .chain(
+                    tensor_core
+                        .iter()
+                        .filter(|&&d| d == WG_HEAD_DIM)
+                        .flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_wg_{d}"))),
+                )
                 .chain(DECODE_HEAD_DIMS.iter().map(|d| format!("attention_decode_{d}")))
                 .chain(["attention_delta", "attention_cast", "attention_decode_combine"].map(String::from))
                 .collect()
@@ -480,7 +486,25 @@ const ATTN_ROWS: usize = 32;
 /// Rows of queries each tensor-core attention block handles.
 const MMA_ROWS: usize = 64;
 
-/// Keys each tensor-core backward block handles (`FX_BWD_KEYS`).
+/// The head dimension of the Hopper warpgroup kernels (forward and backward).
+const WG_HEAD_DIM: usize = 128;
+
+/// Rows of queries each warpgroup forward block handles (`FX_WG_ROWS`).
+const WG_ROWS: usize = 128;
+
+/// The dynamic shared memory of `attention_fwd_wg_128` (`FX_WG_SHARED`):
+/// a 128 x 128 tile of Q, two each of K and V, and 1024 bytes of slack
+/// for aligning the start.
+const WG_SHARED_BYTES: u32 = 5 * 128 * 128 * 2 + 1024;
+
+/// The dynamic shared memory of `attention_bwd_wg_128` (`FX_WG_BWD_SHARED`):
+/// 128 x 128 tiles of K and V, two 64 x 128 tiles each of q and do, dS
+/// (128 keys x 64 queries), two buffers of 64 rows' statistics and deltas
+/// (3 floats a row), and 1024 bytes of slack for aligning the start.
+const WG_BWD_SHARED_BYTES: u32 = 2 * 128 * 128 * 2 + 5 * 64 * 128 * 2 + 2 * 3 * 64 * 4 + 1024;
+
+/// Keys each tensor-core backward block handles (`FX_BWD_KEYS`, and the
+/// warpgroup kernel's too).
 const MMA_BWD_KEYS: usize = 128;
 
 /// The backward kernel's tiling for head dimension `d` (64 or 128), as
@@ -646,13 +670,27 @@ fn run_forward(
         .arg(*layout)
         .arg(p.scale)
         .arg(fill);
-    let (kernel, rows) = if tensor_core(dtype, n, layout, &[ptr(q), ptr(k), ptr(v), o]) {
-        (format!("attention_fwd_mma_{}", n.d), MMA_ROWS)
-    } else {
-        (format!("attention_fwd_{}", bucket(n)?), ATTN_ROWS)
-    };
-    let grid = ((n.queries as usize).div_ceil(rows) as u32, heads_extent(bh)?, 1);
-    launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)
+    let heads = heads_extent(bh)?;
+    let grid = |rows: usize| ((n.queries as usize).div_ceil(rows) as u32, heads, 1);
+    if !tensor_core(dtype, n, layout, &[ptr(q), ptr(k), ptr(v), o]) {
+        let kernel = format!("attention_fwd_{}", bucket(n)?);
+        return launch(Family::Attention, dtype, &kernel, grid(ATTN_ROWS), (128, 1, 1), s, args);
+    }
+    if n.d as usize == WG_HEAD_DIM && gpu()?.has_wgmma() {
+        let kernel = format!("attention_fwd_wg_{WG_HEAD_DIM}");
+        return launch_with_shared(
+            Family::Attention,
+            dtype,
+            &kernel,
+            grid(WG_ROWS),
+            (256, 1, 1),
+            WG_SHARED_BYTES,
+            s,
+            args,
+        );
+    }
+    let kernel = format!("attention_fwd_mma_{}", n.d);
+    launch(Family::Attention, dtype, &kernel, grid(MMA_ROWS), (128, 1, 1), s, args)
 }
 
 fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input]) -> Result<Vec<CudaStorage>> {
@@ -723,9 +761,12 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
         let ptrs = [ptr(q), ptr(k), ptr(v), ptr(dout), dk.ptr_at(0), dv.ptr_at(0)];
         let blocks = heads_extent(kv_blocks)?;
         if tensor_core(dtype, &n, &layout, &ptrs) {
-            let kernel = format!("attention_bwd_mma_{}", n.d);
             let grid = ((n.keys as usize).div_ceil(MMA_BWD_KEYS) as u32, blocks, 1);
-            let shared = mma_bwd_shared_bytes(n.d as usize);
+            let (kernel, shared) = if n.d as usize == WG_HEAD_DIM && gpu()?.has_wgmma() {
+                (format!("attention_bwd_wg_{WG_HEAD_DIM}"), WG_BWD_SHARED_BYTES)
+            } else {
+                (format!("attention_bwd_mma_{}", n.d), mma_bwd_shared_bytes(n.d as usize))
+            };
             launch_with_shared(Family::Attention, dtype, &kernel, grid, (256, 1, 1), shared, s, args)?;
         } else {
             let kernel = format!("attention_bwd_{}", bucket(&n)?);

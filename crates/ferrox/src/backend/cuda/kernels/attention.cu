@@ -998,6 +998,592 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
 FX_ATTN_MMA_KERNEL(64)
 FX_ATTN_MMA_KERNEL(128)
 
+// ---------------------------------------------------------------------------
+// Hopper warpgroup kernels (sm_90a: wgmma), for head dimension 128:
+//   attention_fwd_wg_128(same arguments as attention_fwd_<D>)
+//       grid (ceil(Lq / 128), B * Hq), block 256: two warpgroups of 64 query
+//       rows each. Dynamic shared memory (FX_WG_SHARED bytes, mirrored in
+//       fast.rs): Q [128 rows] then two stages each of K and V [128 keys],
+//       every tile two column halves of 64 features in 128-byte rows under
+//       the 128-byte swizzle, the layout wgmma reads through descriptors.
+//       S = Q K^T runs from shared memory; P stays in registers as the A
+//       operand of O += P V.
+//   attention_bwd_wg_128(same arguments as attention_bwd_<D>)
+//       grid (ceil(Lk / 128), B * Hk), block 256: two warpgroups of 64 keys
+//       each, walking 64-query tiles; dynamic shared memory
+//       FX_WG_BWD_SHARED bytes (mirrored in fast.rs), laid out below.
+// fast.rs launches them on devices of compute capability 9.0, for which
+// the kernel library compiles to sm_90a; elsewhere the mma.sync kernels
+// above serve head dimension 128.
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+#define FX_WG_ROWS 128
+#define FX_WG_KEYS 128
+// A tile of 128 rows x 128 features of a 16-bit type.
+#define FX_WG_TILE (128 * 128 * 2)
+// Q, two stages of K and V, and the slack that aligns the start to 1024 bytes.
+#define FX_WG_SHARED (5 * FX_WG_TILE + 1024)
+
+#if defined(FX_DTYPE_BF16)
+#define FX_WG_TYPE "bf16"
+#else
+#define FX_WG_TYPE "f16"
+#endif
+
+// The byte offset of 16-byte chunk c (0..7) of row r in a tile of 128-byte
+// rows under the 128-byte swizzle (the chunk index XOR the row mod 8).
+__device__ __forceinline__ int fx_sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+
+// A wgmma shared-memory descriptor: start address, leading and stride
+// byte offsets, 128-byte swizzle.
+__device__ __forceinline__ unsigned long long fx_wg_desc(const void* at, unsigned lbo, unsigned sbo) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(at);
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
+           ((unsigned long long)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void fx_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fx_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Waits until at most N of this warpgroup's wgmma groups are in flight.
+template <int N>
+__device__ __forceinline__ void fx_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+
+// Makes this thread's completed shared-memory writes visible to wgmma.
+__device__ __forceinline__ void fx_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Waits until at most N of this thread's copy groups are in flight.
+template <int N>
+__device__ __forceinline__ void fx_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Keeps the compiler from moving accesses of an accumulator across wgmma
+// issue and wait.
+template <int N>
+__device__ __forceinline__ void fx_wg_pin(float (&d)[N][4]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[i][e])::"memory");
+}
+
+// The 64 accumulator registers of an m64n128 tile (one thread's share), as
+// read-write asm operands.
+#define FX_WG_D4(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define FX_WG_D64                                                                                                    \
+    FX_WG_D4(0), FX_WG_D4(1), FX_WG_D4(2), FX_WG_D4(3), FX_WG_D4(4), FX_WG_D4(5), FX_WG_D4(6), FX_WG_D4(7),          \
+        FX_WG_D4(8), FX_WG_D4(9), FX_WG_D4(10), FX_WG_D4(11), FX_WG_D4(12), FX_WG_D4(13), FX_WG_D4(14), FX_WG_D4(15)
+
+// d (m64 x n128) (+)= A B with A and B read through shared-memory
+// descriptors, both K-major; `accumulate` 0 overwrites d.
+__device__ __forceinline__ void fx_wg_ss_n128(float (&d)[16][4], unsigned long long a, unsigned long long b,
+                                              int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." FX_WG_TYPE "." FX_WG_TYPE " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : FX_WG_D64
+        : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// d (m64 x n128) += A B with A from registers (each warp's 16 rows as
+// mma.sync's m16n8k16 A fragment) and B through a descriptor, MN-major.
+__device__ __forceinline__ void fx_wg_rs_n128_mn(float (&d)[16][4], const unsigned (&a)[4], unsigned long long b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." FX_WG_TYPE "." FX_WG_TYPE " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : FX_WG_D64
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+// The 32 accumulator registers of an m64n64 tile.
+#define FX_WG_D32 FX_WG_D4(0), FX_WG_D4(1), FX_WG_D4(2), FX_WG_D4(3), FX_WG_D4(4), FX_WG_D4(5), FX_WG_D4(6), FX_WG_D4(7)
+
+// d (m64 x n64) (+)= A B through shared-memory descriptors, each K-major
+// (TA, TB = 0) or MN-major (1); `accumulate` 0 overwrites d.
+template <int TA, int TB>
+__device__ __forceinline__ void fx_wg_ss_n64(float (&d)[8][4], unsigned long long a, unsigned long long b,
+                                             int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." FX_WG_TYPE "." FX_WG_TYPE " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "
+        "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+        : FX_WG_D32
+        : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+// 2^x by the special-function unit (flushes denormals; 2^-inf = 0).
+__device__ __forceinline__ float fx_ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Copies the rows [r0, r0 + R) of a head-row operand of 128 features into a
+// swizzled tile, by the block's 256 threads: thread t moves 16-byte chunk
+// t % 16 of rows t / 16 + 16 k, so its shared offsets step by 2048 bytes
+// and its source by 16 rows. Rows at or past `limit` read as zeros.
+template <int R>
+struct FxWgStager {
+    int offset;  // shared byte offset of the thread's first chunk
+    int row;     // the thread's first row in the tile
+    int col;     // the chunk's first element in its row
+
+    __device__ __forceinline__ FxWgStager() {
+        const int c = threadIdx.x & 15;
+        row = threadIdx.x >> 4;
+        col = c * 8;
+        offset = (c >> 3) * (R * 128) + fx_sw128(row, c & 7);
+    }
+
+    __device__ __forceinline__ void operator()(unsigned char* dst, const T* base, long long stride, int r0,
+                                               int limit) const {
+        const T* src = base + (long long)(r0 + row) * stride + col;
+        if (r0 + R <= limit) {
+#pragma unroll
+            for (int k = 0; k < R / 16; ++k) fx_cp_async<16>(dst + offset + k * 2048, src + k * 16 * stride, true);
+        } else {
+#pragma unroll
+            for (int k = 0; k < R / 16; ++k) {
+                const bool ok = r0 + row + 16 * k < limit;
+                fx_cp_async<16>(dst + offset + k * 2048, ok ? src + k * 16 * stride : base, ok);
+            }
+        }
+    }
+};
+
+// The forward pass (see the section comment). Each warpgroup keeps its
+// rows' output in registers and overlaps the softmax of key tile j with
+// the tensor cores' O += P V of tile j - 1.
+__device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* v, const void* mask,
+                                               const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* stats,
+                                               const FxAttnDims& n, const FxAttnLayout& L, float scale, double fill_) {
+    constexpr int KS = FX_WG_KEYS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    extern __shared__ __align__(1024) unsigned char fx_wg_raw[];
+    unsigned char* smem = fx_wg_raw + ((1024 - ((unsigned)__cvta_generic_to_shared(fx_wg_raw) & 1023)) & 1023);
+    unsigned char* qs = smem;
+    unsigned char* kst = qs + FX_WG_TILE;       // two stages
+    unsigned char* vst = kst + 2 * FX_WG_TILE;  // two stages
+    const float fill = (float)fill_;
+    const float inf = fx_inf_f32();
+    const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int bh = blockIdx.y, b = bh / n.q_heads, h = bh % n.q_heads;
+    const int kvh = h / (n.q_heads / n.kv_heads);
+    const int shift = n.keys - n.queries;
+    const int first_row = (gridDim.x - 1 - blockIdx.x) * FX_WG_ROWS;
+    const int wg_row = first_row + wg * 64;
+    const int q0 = wg_row + warp * 16;
+    const int r0 = q0 + g, r1 = q0 + g + 8;
+    const bool in0 = r0 < n.queries, in1 = r1 < n.queries;
+    float acc[16][4];
+#pragma unroll
+    for (int nb = 0; nb < 16; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+    const float sink = sinks ? fx_to_c(sinks[h]) : -inf;
+    float m0 = sink, m1 = sink;
+    // Per-thread partial sums of the two rows (the sink's share counted once, by t4 == 0).
+    float l0 = sinks && t4 == 0 ? 1.f : 0.f, l1 = l0;
+    // Causal: keys past the block's last row are hidden for every row, and
+    // skipping them is exact when every row sees some key.
+    const bool causal_cut = kind == 1 && first_row + shift >= 0;
+    const int kend = causal_cut ? min(n.keys, first_row + FX_WG_ROWS + shift) : n.keys;
+    const T* kb = k + fx_row(L.k, b, kvh, 0);
+    const T* vb = v + fx_row(L.v, b, kvh, 0);
+    const FxWgStager<128> stager;
+    if (kend > 0) {
+        stager(qs, q + fx_row(L.q, b, h, 0), L.q.r, first_row, n.queries);
+        stager(kst, kb, L.k.r, 0, n.keys);
+        fx_cp_async_commit();
+    }
+    const unsigned char* q_wg = qs + wg * 64 * 128;
+    unsigned pa[8][4];  // P of the previous tile, as A fragments
+    int t = 0;
+    for (int j0 = 0; j0 < kend; ++t, j0 += KS) {
+        const int stage = t & 1;
+        // K of this tile and V of the previous land; every warp is done
+        // with the buffers the next copies overwrite.
+        fx_cp_async_wait<0>();
+        fx_proxy_fence();
+        __syncthreads();
+        // S = Q K^T of this tile, then O += P V of the previous one; while
+        // they run, the next tile's K and this tile's V are copied in.
+        float s[16][4];
+        fx_wg_pin(acc);
+        fx_wg_fence();
+        const unsigned char* ks = kst + stage * FX_WG_TILE;
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            const int off = (kk >> 2) * (128 * 128) + (kk & 3) * 32;
+            fx_wg_ss_n128(s, fx_wg_desc(q_wg + off, 16, 1024), fx_wg_desc(ks + off, 16, 1024), kk > 0);
+        }
+        fx_wg_commit();
+        const bool pending = t > 0;
+        if (pending) {
+            const unsigned char* vs = vst + (stage ^ 1) * FX_WG_TILE;
+#pragma unroll
+            for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], fx_wg_desc(vs + kk * 2048, 128 * 128, 1024));
+        }
+        fx_wg_commit();
+        if (j0 + KS < kend) stager(kst + (stage ^ 1) * FX_WG_TILE, kb, L.k.r, j0 + KS, n.keys);
+        stager(vst + stage * FX_WG_TILE, vb, L.v.r, j0, n.keys);
+        fx_cp_async_commit();
+        fx_wg_wait<1>();
+        fx_wg_pin(s);
+        // Scores in natural-log units (masked, scaled); the tile's row maxima.
+        float tmax0 = -inf, tmax1 = -inf;
+        const bool edge = kind >= 2 || j0 + KS > n.keys || (kind == 1 && j0 + KS - 1 > q0 + shift);
+        if (edge) {
+#pragma unroll
+            for (int nb = 0; nb < 16; ++nb) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    float x = s[nb][e] * scale;
+                    const int i = e < 2 ? r0 : r1, j = j0 + nb * 8 + t4 * 2 + (e & 1);
+                    if (j >= n.keys) {
+                        x = -inf;
+                    } else if (kind != 0) {
+                        bool hidden;
+                        x = fx_attn_mask(x, kind, mask, ms, b, h, min(i, n.queries - 1), j, shift, fill, hidden);
+                    }
+                    s[nb][e] = x;
+                }
+            }
+        } else {
+#pragma unroll
+            for (int nb = 0; nb < 16; ++nb)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[nb][e] *= scale;
+        }
+#pragma unroll
+        for (int nb = 0; nb < 16; ++nb) {
+            tmax0 = fmaxf(tmax0, fmaxf(s[nb][0], s[nb][1]));
+            tmax1 = fmaxf(tmax1, fmaxf(s[nb][2], s[nb][3]));
+        }
+        tmax0 = fmaxf(tmax0, __shfl_xor_sync(0xffffffffu, tmax0, 1));
+        tmax0 = fmaxf(tmax0, __shfl_xor_sync(0xffffffffu, tmax0, 2));
+        tmax1 = fmaxf(tmax1, __shfl_xor_sync(0xffffffffu, tmax1, 1));
+        tmax1 = fmaxf(tmax1, __shfl_xor_sync(0xffffffffu, tmax1, 2));
+        const float n0 = fmaxf(m0, tmax0), n1 = fmaxf(m1, tmax1);
+        // p = 2^(x log2 e - m log2 e), one fused step where m log2 e is
+        // finite; rows whose maximum is -inf or near the float minimum
+        // (masked everywhere so far) take the exact difference instead.
+        const float a0 = m0 == -inf ? 0.f : fx_ex2((m0 - n0) * LOG2E);
+        const float a1 = m1 == -inf ? 0.f : fx_ex2((m1 - n1) * LOG2E);
+        float sum0 = 0.f, sum1 = 0.f;
+        unsigned pn[8][4];
+        if (!__any_sync(0xffffffffu, !(n0 > -1e38f && n1 > -1e38f))) {
+            const float c0 = n0 * LOG2E, c1 = n1 * LOG2E;
+#pragma unroll
+            for (int nb = 0; nb < 16; ++nb) {
+                const float p0 = fx_ex2(fmaf(s[nb][0], LOG2E, -c0)), p1 = fx_ex2(fmaf(s[nb][1], LOG2E, -c0));
+                const float p2 = fx_ex2(fmaf(s[nb][2], LOG2E, -c1)), p3 = fx_ex2(fmaf(s[nb][3], LOG2E, -c1));
+                sum0 += p0 + p1;
+                sum1 += p2 + p3;
+                pn[nb >> 1][(nb & 1) * 2] = fx_pack2(p0, p1);
+                pn[nb >> 1][(nb & 1) * 2 + 1] = fx_pack2(p2, p3);
+            }
+        } else {
+            auto p = [&](float x, float m) { return x == -inf ? 0.f : fx_ex2((x - m) * LOG2E); };
+#pragma unroll
+            for (int nb = 0; nb < 16; ++nb) {
+                const float p0 = p(s[nb][0], n0), p1 = p(s[nb][1], n0), p2 = p(s[nb][2], n1), p3 = p(s[nb][3], n1);
+                sum0 += p0 + p1;
+                sum1 += p2 + p3;
+                pn[nb >> 1][(nb & 1) * 2] = fx_pack2(p0, p1);
+                pn[nb >> 1][(nb & 1) * 2 + 1] = fx_pack2(p2, p3);
+            }
+        }
+        m0 = n0;
+        m1 = n1;
+        l0 = l0 * a0 + sum0;
+        l1 = l1 * a1 + sum1;
+        fx_wg_wait<0>();
+        fx_wg_pin(acc);
+#pragma unroll
+        for (int nb = 0; nb < 16; ++nb) {
+            acc[nb][0] *= a0;
+            acc[nb][1] *= a0;
+            acc[nb][2] *= a1;
+            acc[nb][3] *= a1;
+        }
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pa[kk][e] = pn[kk][e];
+    }
+    // The last tile's O += P V, once its V lands (every thread reaches the
+    // barrier).
+    fx_cp_async_wait<0>();
+    fx_proxy_fence();
+    __syncthreads();
+    if (t > 0) {
+        const unsigned char* vs = vst + ((t - 1) & 1) * FX_WG_TILE;
+        fx_wg_pin(acc);
+        fx_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], fx_wg_desc(vs + kk * 2048, 128 * 128, 1024));
+        fx_wg_commit();
+        fx_wg_wait<0>();
+        fx_wg_pin(acc);
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    if (t4 == 0 && in0) *reinterpret_cast<float2*>(stats + ((long long)bh * n.queries + r0) * 2) = make_float2(m0, logf(l0));
+    if (t4 == 0 && in1) *reinterpret_cast<float2*>(stats + ((long long)bh * n.queries + r1) * 2) = make_float2(m1, logf(l1));
+    T* o0 = o + fx_row(L.o, b, h, r0);
+    T* o1 = o + fx_row(L.o, b, h, r1);
+    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+#pragma unroll
+    for (int nb = 0; nb < 16; ++nb) {
+        const int c = nb * 8 + t4 * 2;
+        if (in0) *reinterpret_cast<unsigned*>(o0 + c) = fx_pack2(acc[nb][0] * inv0, acc[nb][1] * inv0);
+        if (in1) *reinterpret_cast<unsigned*>(o1 + c) = fx_pack2(acc[nb][2] * inv1, acc[nb][3] * inv1);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+    attention_fwd_wg_128(const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind,
+                         const T* sinks, T* o, TC* stats, FxAttnDims n, FxAttnLayout L, float scale, double fill) {
+    fx_attn_fwd_wg(q, k, v, mask, ms, kind, sinks, o, stats, n, L, scale, fill);
+}
+
+// Query rows per tile of attention_bwd_wg_128.
+#define FX_WG_BWD_QT 64
+// K and V [128 keys], two buffers each of q and do [64 queries], dS [128
+// keys][64 queries] (all swizzled tiles), two buffers of the tile's row
+// statistics and deltas (3 x 64 floats), and the alignment slack.
+#define FX_WG_BWD_SHARED (2 * FX_WG_TILE + 5 * (FX_WG_TILE / 2) + 2 * 3 * 64 * 4 + 1024)
+
+// The backward pass for one block of 128 keys (grid (ceil(Lk / 128), B * Hk),
+// block 256): warpgroup w owns keys 64w .. 64w + 63 and walks the query
+// tiles that see them. S^T = K Q^T and dP^T = V dO^T run from shared memory;
+// dV += P^T dO and dK += dS^T Q take P^T and dS^T from registers; dQ = dS K
+// (each warpgroup 64 of the features) reads dS back from shared memory,
+// where it lies transposed as the warpgroups hold it (A MN-major), and
+// is added atomically (times scale) into dq_acc.
+__device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* v, const void* mask,
+                                               const FxAttnStrides& ms, int kind, const TC* stats, const TC* delta,
+                                               const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
+                                               const FxAttnLayout& L, float scale, double fill_) {
+    constexpr int KB = 128, QT = FX_WG_BWD_QT, QTILE = FX_WG_TILE / 2;
+    constexpr float LOG2E = 1.4426950408889634f;
+    extern __shared__ __align__(1024) unsigned char fx_wg_raw[];
+    unsigned char* smem = fx_wg_raw + ((1024 - ((unsigned)__cvta_generic_to_shared(fx_wg_raw) & 1023)) & 1023);
+    unsigned char* ks = smem;                  // [128 keys], K-major halves
+    unsigned char* vs = ks + FX_WG_TILE;       // [128 keys]
+    unsigned char* qs_buf = vs + FX_WG_TILE;   // 2 x [64 queries]
+    unsigned char* gs_buf = qs_buf + 2 * QTILE;  // 2 x dO [64 queries]
+    unsigned char* dss = gs_buf + 2 * QTILE;     // dS [128 keys][64 queries]
+    float* row_s = reinterpret_cast<float*>(dss + QTILE);  // 2 x (stats[64][2], delta[64])
+    const float fill = (float)fill_;
+    const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int kvb = blockIdx.y, b = kvb / n.kv_heads, kvh = kvb % n.kv_heads;
+    const int group = n.q_heads / n.kv_heads;
+    const int shift = n.keys - n.queries;
+    const int j0 = blockIdx.x * KB;
+    const int jw = wg * 64 + warp * 16;       // this warp's first key in the block
+    const int ja = j0 + jw + g, jb = ja + 8;  // the keys of this thread's accumulator rows
+    const T* kb = k + fx_row(L.k, b, kvh, 0);
+    const T* vb = v + fx_row(L.v, b, kvh, 0);
+    const FxBwdTiles<QT> tiles{group, n.queries, shift, j0, kind == 1};
+    const FxWgStager<QT> row_stager;
+    const FxWgStager<KB> key_stager;
+    // Stages query tile (hg, i0) into buffer `buf`.
+    auto stage = [&](int hg, int i0, int buf) {
+        const int h = kvh * group + hg;
+        row_stager(qs_buf + buf * QTILE, q + fx_row(L.q, b, h, 0), L.q.r, i0, n.queries);
+        row_stager(gs_buf + buf * QTILE, dout + fx_row(L.dout, b, h, 0), L.dout.r, i0, n.queries);
+        if (threadIdx.x < 2 * QT) {
+            const int r = threadIdx.x % QT, i = i0 + r;
+            const long long row = ((long long)b * n.q_heads + h) * n.queries + (i < n.queries ? i : 0);
+            float* dst = row_s + buf * 3 * QT;
+            if (threadIdx.x < QT) fx_cp_async<8>(dst + 2 * r, stats + 2 * row, i < n.queries);
+            else fx_cp_async<4>(dst + 2 * QT + r, delta + row, i < n.queries);
+        }
+    };
+    int hg = 0, i0 = 0;
+    tiles.settle(hg, i0);
+    key_stager(ks, kb, L.k.r, j0, n.keys);
+    key_stager(vs, vb, L.v.r, j0, n.keys);
+    if (hg < group) stage(hg, i0, 0);
+    fx_cp_async_commit();
+    float dk_acc[16][4], dv_acc[16][4];
+#pragma unroll
+    for (int nb = 0; nb < 16; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dk_acc[nb][e] = dv_acc[nb][e] = 0.f;
+    for (int buf = 0; hg < group; buf ^= 1) {
+        const int h = kvh * group + hg;
+        const long long row0 = ((long long)b * n.q_heads + h) * n.queries;
+        int next_hg = hg, next_i0 = i0 + QT;
+        tiles.settle(next_hg, next_i0);
+        // This tile lands; every warp is done with the previous tile (dS and
+        // the other buffers are free).
+        fx_cp_async_wait<0>();
+        fx_proxy_fence();
+        __syncthreads();
+        const unsigned char* qs = qs_buf + buf * QTILE;
+        const unsigned char* gs = gs_buf + buf * QTILE;
+        const float* stats_s = row_s + buf * 3 * QT;  // (max, log-sum) per query
+        const float* delta_s = stats_s + 2 * QT;
+        // S^T = K Q^T and dP^T = V dO^T for this warpgroup's 64 keys x QT queries.
+        float st[QT / 8][4], dpt[QT / 8][4];
+        fx_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            const int ok = (kk >> 2) * (KB * 128) + wg * 64 * 128 + (kk & 3) * 32;
+            const int oq = (kk >> 2) * (QT * 128) + (kk & 3) * 32;
+            fx_wg_ss_n64<0, 0>(st, fx_wg_desc(ks + ok, 16, 1024), fx_wg_desc(qs + oq, 16, 1024), kk > 0);
+            fx_wg_ss_n64<0, 0>(dpt, fx_wg_desc(vs + ok, 16, 1024), fx_wg_desc(gs + oq, 16, 1024), kk > 0);
+        }
+        fx_wg_commit();
+        // The next tile is copied in while they run.
+        if (next_hg < group) {
+            stage(next_hg, next_i0, buf ^ 1);
+            fx_cp_async_commit();
+        }
+        fx_wg_wait<0>();
+        fx_wg_pin(st);
+        fx_wg_pin(dpt);
+        // P^T and dS^T in place of S^T and dP^T: away from the edges a
+        // lean pass (each pair of queries' statistics and deltas read once);
+        // at them, with the mask and the bounds.
+        const bool edge = kind >= 2 || i0 + QT > n.queries || j0 + jw + 16 > n.keys ||
+                          (kind == 1 && j0 + jw + 15 > i0 + shift);
+        if (!edge) {
+#pragma unroll
+            for (int nb = 0; nb < QT / 8; ++nb) {
+                const int il = nb * 8 + t4 * 2;
+                const float4 ml = *reinterpret_cast<const float4*>(stats_s + 2 * il);
+                const float2 dl = *reinterpret_cast<const float2*>(delta_s + il);
+                const float c0 = ml.x + ml.y, c1 = ml.z + ml.w;
+                const float p0 = fx_ex2(fmaf(st[nb][0], scale, -c0) * LOG2E);
+                const float p1 = fx_ex2(fmaf(st[nb][1], scale, -c1) * LOG2E);
+                const float p2 = fx_ex2(fmaf(st[nb][2], scale, -c0) * LOG2E);
+                const float p3 = fx_ex2(fmaf(st[nb][3], scale, -c1) * LOG2E);
+                st[nb][0] = p0;
+                st[nb][1] = p1;
+                st[nb][2] = p2;
+                st[nb][3] = p3;
+                dpt[nb][0] = p0 * (dpt[nb][0] - dl.x);
+                dpt[nb][1] = p1 * (dpt[nb][1] - dl.y);
+                dpt[nb][2] = p2 * (dpt[nb][2] - dl.x);
+                dpt[nb][3] = p3 * (dpt[nb][3] - dl.y);
+            }
+        } else {
+#pragma unroll
+            for (int nb = 0; nb < QT / 8; ++nb) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int il = nb * 8 + t4 * 2 + (e & 1);
+                    float x = st[nb][e] * scale;
+                    bool hidden = false;
+                    const int i = i0 + il, j = e < 2 ? ja : jb;
+                    const bool valid = i < n.queries && j < n.keys;
+                    if (valid && kind != 0) x = fx_attn_mask(x, kind, mask, ms, b, h, i, j, shift, fill, hidden);
+                    const float p = valid ? __expf(x - stats_s[2 * il] - stats_s[2 * il + 1]) : 0.f;
+                    st[nb][e] = p;
+                    dpt[nb][e] = valid && !hidden ? p * (dpt[nb][e] - delta_s[il]) : 0.f;
+                }
+            }
+        }
+        // dV += P^T dO and dK += dS^T Q (k = queries: steps of 16), while dS
+        // goes to shared memory as [key][query] for dQ = dS K.
+        unsigned pa[QT / 16][4], da[QT / 16][4];
+#pragma unroll
+        for (int kq = 0; kq < QT / 16; ++kq) {
+            pa[kq][0] = fx_pack2(st[2 * kq][0], st[2 * kq][1]);
+            pa[kq][1] = fx_pack2(st[2 * kq][2], st[2 * kq][3]);
+            pa[kq][2] = fx_pack2(st[2 * kq + 1][0], st[2 * kq + 1][1]);
+            pa[kq][3] = fx_pack2(st[2 * kq + 1][2], st[2 * kq + 1][3]);
+            da[kq][0] = fx_pack2(dpt[2 * kq][0], dpt[2 * kq][1]);
+            da[kq][1] = fx_pack2(dpt[2 * kq][2], dpt[2 * kq][3]);
+            da[kq][2] = fx_pack2(dpt[2 * kq + 1][0], dpt[2 * kq + 1][1]);
+            da[kq][3] = fx_pack2(dpt[2 * kq + 1][2], dpt[2 * kq + 1][3]);
+        }
+        fx_wg_pin(dv_acc);
+        fx_wg_pin(dk_acc);
+        fx_wg_fence();
+#pragma unroll
+        for (int kq = 0; kq < QT / 16; ++kq) {
+            fx_wg_rs_n128_mn(dv_acc, pa[kq], fx_wg_desc(gs + kq * 2048, QT * 128, 1024));
+            fx_wg_rs_n128_mn(dk_acc, da[kq], fx_wg_desc(qs + kq * 2048, QT * 128, 1024));
+        }
+        fx_wg_commit();
+#pragma unroll
+        for (int nb = 0; nb < QT / 8; ++nb) {
+            const int chunk = nb, jl = jw + g;
+            *reinterpret_cast<unsigned*>(dss + fx_sw128(jl, chunk) + t4 * 4) = da[nb >> 1][(nb & 1) * 2];
+            *reinterpret_cast<unsigned*>(dss + fx_sw128(jl + 8, chunk) + t4 * 4) = da[nb >> 1][(nb & 1) * 2 + 1];
+        }
+        fx_wg_wait<0>();
+        fx_wg_pin(dv_acc);
+        fx_wg_pin(dk_acc);
+        fx_proxy_fence();
+        __syncthreads();
+        // dQ (QT x 128) = dS K: this warpgroup's 64 features (a column half of K).
+        {
+            float dq[8][4];
+            fx_wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < KB / 16; ++kk) {
+                fx_wg_ss_n64<1, 1>(dq, fx_wg_desc(dss + kk * 2048, QT * 128, 1024),
+                                   fx_wg_desc(ks + wg * (KB * 128) + kk * 2048, KB * 128, 1024), kk > 0);
+            }
+            fx_wg_commit();
+            fx_wg_wait<0>();
+            fx_wg_pin(dq);
+            const int ia = i0 + warp * 16 + g, ib = ia + 8;
+#pragma unroll
+            for (int nb = 0; nb < 8; ++nb) {
+                const int f = wg * 64 + nb * 8 + t4 * 2;
+                if (ia < n.queries) fx_red_add2(dq_acc + (row0 + ia) * 128 + f, dq[nb][0] * scale, dq[nb][1] * scale);
+                if (ib < n.queries) fx_red_add2(dq_acc + (row0 + ib) * 128 + f, dq[nb][2] * scale, dq[nb][3] * scale);
+            }
+        }
+        hg = next_hg;
+        i0 = next_i0;
+    }
+    fx_cp_async_wait<0>();  // the K and V copies, when no tile ran
+    T* dk0 = dk + fx_row(L.dk, b, kvh, 0);
+    T* dv0 = dv + fx_row(L.dv, b, kvh, 0);
+#pragma unroll
+    for (int nb = 0; nb < 16; ++nb) {
+        const int c = nb * 8 + t4 * 2;
+        if (ja < n.keys) {
+            *reinterpret_cast<unsigned*>(dk0 + (long long)ja * L.dk.r + c) = fx_pack2(dk_acc[nb][0] * scale, dk_acc[nb][1] * scale);
+            *reinterpret_cast<unsigned*>(dv0 + (long long)ja * L.dv.r + c) = fx_pack2(dv_acc[nb][0], dv_acc[nb][1]);
+        }
+        if (jb < n.keys) {
+            *reinterpret_cast<unsigned*>(dk0 + (long long)jb * L.dk.r + c) = fx_pack2(dk_acc[nb][2] * scale, dk_acc[nb][3] * scale);
+            *reinterpret_cast<unsigned*>(dv0 + (long long)jb * L.dv.r + c) = fx_pack2(dv_acc[nb][2], dv_acc[nb][3]);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+    attention_bwd_wg_128(const T* q, const T* k, const T* v, const void* mask, FxAttnStrides ms, int kind,
+                         const TC* stats, const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n,
+                         FxAttnLayout L, float scale, double fill) {
+    fx_attn_bwd_wg(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, n, L, scale, fill);
+}
+
+#endif
+
 #endif
 
 #endif
