@@ -594,6 +594,72 @@ __device__ __forceinline__ void fx_red_add2(float* dst, float a, float b) {
 #endif
 }
 
+// A scaled forward score x of query i and key j at a tile's edge: -inf
+// past the last key, otherwise masked per `kind` (the row clamped to the
+// last query, for rows of a tile past it).
+__device__ __forceinline__ float fx_attn_edge_score(float x, int i, int j, const FxAttnDims& n, int kind,
+                                                    const void* mask, const FxAttnStrides& ms, int b, int h, int shift,
+                                                    float fill) {
+    if (j >= n.keys) return -fx_inf_f32();
+    if (kind == 0) return x;
+    bool hidden;
+    return fx_attn_mask(x, kind, mask, ms, b, h, min(i, n.queries - 1), j, shift, fill, hidden);
+}
+
+// Stages the row statistics (max and log-sum, two floats a row) and the
+// deltas of query rows [i0, i0 + QT) of head h into `dst` ([QT][2], then
+// [QT]), by the block's first 2 QT threads; rows past the last read zeros.
+template <int QT>
+__device__ __forceinline__ void fx_stage_row_stats(float* dst, const TC* stats, const TC* delta, const FxAttnDims& n,
+                                                   int b, int h, int i0) {
+    if (threadIdx.x < 2 * QT) {
+        const int r = threadIdx.x % QT, i = i0 + r;
+        const long long row = ((long long)b * n.q_heads + h) * n.queries + (i < n.queries ? i : 0);
+        if (threadIdx.x < QT) fx_cp_async<8>(dst + 2 * r, stats + 2 * row, i < n.queries);
+        else fx_cp_async<4>(dst + 2 * QT + r, delta + row, i < n.queries);
+    }
+}
+
+// One score of a backward tile in place: s (Q K^T) becomes P and dp
+// (dO V^T) becomes dS, for query i and key j, whose statistics (max,
+// log-sum) are `ml` and delta `delta`. Where `edge`, out-of-range pairs
+// give zeros and the mask applies (a hidden score passes no gradient).
+__device__ __forceinline__ void fx_attn_grad_score(float& s, float& dp, bool edge, int i, int j, const float* ml,
+                                                   float delta, const FxAttnDims& n, int kind, const void* mask,
+                                                   const FxAttnStrides& ms, int b, int h, int shift, float fill,
+                                                   float scale) {
+    float x = s * scale;
+    bool valid = true, hidden = false;
+    if (edge) {
+        valid = i < n.queries && j < n.keys;
+        if (valid && kind != 0) x = fx_attn_mask(x, kind, mask, ms, b, h, i, j, shift, fill, hidden);
+    }
+    const float p = valid ? __expf(x - ml[0] - ml[1]) : 0.f;
+    s = p;
+    dp = valid && !hidden ? p * (dp - delta) : 0.f;
+}
+
+// Writes this thread's accumulator rows, keys ja and jb (those below
+// `keys`), of dK (times scale) and dV: D features from dk0 and dv0 with row
+// strides dk_r and dv_r.
+template <int D>
+__device__ __forceinline__ void fx_store_key_grads(const float (&dk_acc)[D / 8][4], const float (&dv_acc)[D / 8][4],
+                                                   T* dk0, T* dv0, long long dk_r, long long dv_r, int ja, int jb,
+                                                   int keys, int t4, float scale) {
+#pragma unroll
+    for (int nb = 0; nb < D / 8; ++nb) {
+        const int c = nb * 8 + t4 * 2;
+        if (ja < keys) {
+            *reinterpret_cast<unsigned*>(dk0 + (long long)ja * dk_r + c) = fx_pack2(dk_acc[nb][0] * scale, dk_acc[nb][1] * scale);
+            *reinterpret_cast<unsigned*>(dv0 + (long long)ja * dv_r + c) = fx_pack2(dv_acc[nb][0], dv_acc[nb][1]);
+        }
+        if (jb < keys) {
+            *reinterpret_cast<unsigned*>(dk0 + (long long)jb * dk_r + c) = fx_pack2(dk_acc[nb][2] * scale, dk_acc[nb][3] * scale);
+            *reinterpret_cast<unsigned*>(dv0 + (long long)jb * dv_r + c) = fx_pack2(dv_acc[nb][2], dv_acc[nb][3]);
+        }
+    }
+}
+
 template <int D>
 __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T* v, const void* mask,
                                                 const FxAttnStrides& ms, int kind, const T* sinks, T* o, TC* stats,
@@ -675,15 +741,9 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 float x = s[nb][e] * scale;
-                if (edge) {
-                    const int i = e < 2 ? r0 : r1, j = j0 + nb * 8 + t4 * 2 + (e & 1);
-                    if (j >= n.keys) {
-                        x = -inf;
-                    } else if (kind != 0) {
-                        bool hidden;
-                        x = fx_attn_mask(x, kind, mask, ms, b, h, min(i, n.queries - 1), j, shift, fill, hidden);
-                    }
-                }
+                if (edge)
+                    x = fx_attn_edge_score(x, e < 2 ? r0 : r1, j0 + nb * 8 + t4 * 2 + (e & 1), n, kind, mask, ms, b,
+                                           h, shift, fill);
                 s[nb][e] = x;
                 if (e < 2) tmax0 = fmaxf(tmax0, x);
                 else tmax1 = fmaxf(tmax1, x);
@@ -804,13 +864,7 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
         fx_stage_rows<QT, D>(qs_buf + buf * QT * KP, KP, q + fx_row(L.q, b, h, 0), L.q.r, i0, n.queries, 256);
         fx_stage_rows<QT, D>(gs_buf + buf * QT * KP, KP, dout + fx_row(L.dout, b, h, 0), L.dout.r, i0, n.queries,
                              256);
-        if (threadIdx.x < 2 * QT) {
-            const int r = threadIdx.x % QT, i = i0 + r;
-            const long long row = ((long long)b * n.q_heads + h) * n.queries + (i < n.queries ? i : 0);
-            float* dst = row_s + buf * 3 * QT;
-            if (threadIdx.x < QT) fx_cp_async<8>(dst + 2 * r, stats + 2 * row, i < n.queries);
-            else fx_cp_async<4>(dst + 2 * QT + r, delta + row, i < n.queries);
-        }
+        fx_stage_row_stats<QT>(row_s + buf * 3 * QT, stats, delta, n, b, h, i0);
     };
     int hg = 0, i0 = 0;
     tiles.settle(hg, i0);
@@ -889,16 +943,8 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int il = nb * 8 + t4 * 2 + (e & 1);
-                float x = st[nb][e] * scale;
-                bool valid = true, hidden = false;
-                if (edge) {
-                    const int i = i0 + il, j = e < 2 ? ja : jb;
-                    valid = i < n.queries && j < n.keys;
-                    if (valid && kind != 0) x = fx_attn_mask(x, kind, mask, ms, b, h, i, j, shift, fill, hidden);
-                }
-                const float p = valid ? __expf(x - stats_s[2 * il] - stats_s[2 * il + 1]) : 0.f;
-                st[nb][e] = p;
-                dpt[nb][e] = valid && !hidden ? p * (dpt[nb][e] - delta_s[il]) : 0.f;
+                fx_attn_grad_score(st[nb][e], dpt[nb][e], edge, i0 + il, e < 2 ? ja : jb, stats_s + 2 * il,
+                                   delta_s[il], n, kind, mask, ms, b, h, shift, fill, scale);
             }
         }
         // dV += P^T dO and dK += dS^T Q (k = queries: steps of 16).
@@ -965,20 +1011,8 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
         i0 = next_i0;
     }
     fx_cp_async_wait_all();  // the K copy, when no tile ran
-    T* dk0 = dk + fx_row(L.dk, b, kvh, 0);
-    T* dv0 = dv + fx_row(L.dv, b, kvh, 0);
-#pragma unroll
-    for (int nb = 0; nb < D / 8; ++nb) {
-        const int c = nb * 8 + t4 * 2;
-        if (ja < n.keys) {
-            *reinterpret_cast<unsigned*>(dk0 + (long long)ja * L.dk.r + c) = fx_pack2(dk_acc[nb][0] * scale, dk_acc[nb][1] * scale);
-            *reinterpret_cast<unsigned*>(dv0 + (long long)ja * L.dv.r + c) = fx_pack2(dv_acc[nb][0], dv_acc[nb][1]);
-        }
-        if (jb < n.keys) {
-            *reinterpret_cast<unsigned*>(dk0 + (long long)jb * L.dk.r + c) = fx_pack2(dk_acc[nb][2] * scale, dk_acc[nb][3] * scale);
-            *reinterpret_cast<unsigned*>(dv0 + (long long)jb * L.dv.r + c) = fx_pack2(dv_acc[nb][2], dv_acc[nb][3]);
-        }
-    }
+    fx_store_key_grads<D>(dk_acc, dv_acc, dk + fx_row(L.dk, b, kvh, 0), dv + fx_row(L.dv, b, kvh, 0), L.dk.r, L.dv.r, ja,
+                            jb, n.keys, t4, scale);
 }
 
 #define FX_ATTN_MMA_KERNEL(D)                                                                                        \
@@ -1051,10 +1085,6 @@ __device__ __forceinline__ void fx_wg_wait() { asm volatile("wgmma.wait_group.sy
 
 // Makes this thread's completed shared-memory writes visible to wgmma.
 __device__ __forceinline__ void fx_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// Waits until at most N of this thread's copy groups are in flight.
-template <int N>
-__device__ __forceinline__ void fx_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // Keeps the compiler from moving accesses of an accumulator across wgmma
 // issue and wait.
@@ -1213,7 +1243,7 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
         const int stage = t & 1;
         // K of this tile and V of the previous land; every warp is done
         // with the buffers the next copies overwrite.
-        fx_cp_async_wait<0>();
+        fx_cp_async_wait_all();
         fx_proxy_fence();
         __syncthreads();
         // S = Q K^T of this tile, then O += P V of the previous one; while
@@ -1248,15 +1278,8 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
             for (int nb = 0; nb < 16; ++nb) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    float x = s[nb][e] * scale;
-                    const int i = e < 2 ? r0 : r1, j = j0 + nb * 8 + t4 * 2 + (e & 1);
-                    if (j >= n.keys) {
-                        x = -inf;
-                    } else if (kind != 0) {
-                        bool hidden;
-                        x = fx_attn_mask(x, kind, mask, ms, b, h, min(i, n.queries - 1), j, shift, fill, hidden);
-                    }
-                    s[nb][e] = x;
+                    s[nb][e] = fx_attn_edge_score(s[nb][e] * scale, e < 2 ? r0 : r1, j0 + nb * 8 + t4 * 2 + (e & 1), n,
+                                                  kind, mask, ms, b, h, shift, fill);
                 }
             }
         } else {
@@ -1324,7 +1347,7 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
     }
     // The last tile's O += P V, once its V lands (every thread reaches the
     // barrier).
-    fx_cp_async_wait<0>();
+    fx_cp_async_wait_all();
     fx_proxy_fence();
     __syncthreads();
     if (t > 0) {
@@ -1407,13 +1430,7 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         const int h = kvh * group + hg;
         row_stager(qs_buf + buf * QTILE, q + fx_row(L.q, b, h, 0), L.q.r, i0, n.queries);
         row_stager(gs_buf + buf * QTILE, dout + fx_row(L.dout, b, h, 0), L.dout.r, i0, n.queries);
-        if (threadIdx.x < 2 * QT) {
-            const int r = threadIdx.x % QT, i = i0 + r;
-            const long long row = ((long long)b * n.q_heads + h) * n.queries + (i < n.queries ? i : 0);
-            float* dst = row_s + buf * 3 * QT;
-            if (threadIdx.x < QT) fx_cp_async<8>(dst + 2 * r, stats + 2 * row, i < n.queries);
-            else fx_cp_async<4>(dst + 2 * QT + r, delta + row, i < n.queries);
-        }
+        fx_stage_row_stats<QT>(row_s + buf * 3 * QT, stats, delta, n, b, h, i0);
     };
     int hg = 0, i0 = 0;
     tiles.settle(hg, i0);
@@ -1433,7 +1450,7 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         tiles.settle(next_hg, next_i0);
         // This tile lands; every warp is done with the previous tile (dS and
         // the other buffers are free).
-        fx_cp_async_wait<0>();
+        fx_cp_async_wait_all();
         fx_proxy_fence();
         __syncthreads();
         const unsigned char* qs = qs_buf + buf * QTILE;
@@ -1490,14 +1507,8 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int il = nb * 8 + t4 * 2 + (e & 1);
-                    float x = st[nb][e] * scale;
-                    bool hidden = false;
-                    const int i = i0 + il, j = e < 2 ? ja : jb;
-                    const bool valid = i < n.queries && j < n.keys;
-                    if (valid && kind != 0) x = fx_attn_mask(x, kind, mask, ms, b, h, i, j, shift, fill, hidden);
-                    const float p = valid ? __expf(x - stats_s[2 * il] - stats_s[2 * il + 1]) : 0.f;
-                    st[nb][e] = p;
-                    dpt[nb][e] = valid && !hidden ? p * (dpt[nb][e] - delta_s[il]) : 0.f;
+                    fx_attn_grad_score(st[nb][e], dpt[nb][e], true, i0 + il, e < 2 ? ja : jb, stats_s + 2 * il,
+                                       delta_s[il], n, kind, mask, ms, b, h, shift, fill, scale);
                 }
             }
         }
@@ -1558,21 +1569,9 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         hg = next_hg;
         i0 = next_i0;
     }
-    fx_cp_async_wait<0>();  // the K and V copies, when no tile ran
-    T* dk0 = dk + fx_row(L.dk, b, kvh, 0);
-    T* dv0 = dv + fx_row(L.dv, b, kvh, 0);
-#pragma unroll
-    for (int nb = 0; nb < 16; ++nb) {
-        const int c = nb * 8 + t4 * 2;
-        if (ja < n.keys) {
-            *reinterpret_cast<unsigned*>(dk0 + (long long)ja * L.dk.r + c) = fx_pack2(dk_acc[nb][0] * scale, dk_acc[nb][1] * scale);
-            *reinterpret_cast<unsigned*>(dv0 + (long long)ja * L.dv.r + c) = fx_pack2(dv_acc[nb][0], dv_acc[nb][1]);
-        }
-        if (jb < n.keys) {
-            *reinterpret_cast<unsigned*>(dk0 + (long long)jb * L.dk.r + c) = fx_pack2(dk_acc[nb][2] * scale, dk_acc[nb][3] * scale);
-            *reinterpret_cast<unsigned*>(dv0 + (long long)jb * L.dv.r + c) = fx_pack2(dv_acc[nb][2], dv_acc[nb][3]);
-        }
-    }
+    fx_cp_async_wait_all();  // the K and V copies, when no tile ran
+    fx_store_key_grads<128>(dk_acc, dv_acc, dk + fx_row(L.dk, b, kvh, 0), dv + fx_row(L.dv, b, kvh, 0), L.dk.r, L.dv.r, ja,
+                            jb, n.keys, t4, scale);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
