@@ -146,7 +146,9 @@ __device__ __forceinline__ void fx_attn_fwd(const T* q, const T* k, const T* v, 
             part = fx_attn_group_sum(part);
             const int j = j0 + jj;
             bool hidden;
-            s[jj] = j < n.keys ? fx_attn_mask(part, kind, mask, ms, b, h, i, j, shift, fill, hidden) : -fx_attn_inf();
+            // Rows past the last query (idle threads) read the last row's mask.
+            s[jj] = j < n.keys ? fx_attn_mask(part, kind, mask, ms, b, h, active ? i : n.queries - 1, j, shift, fill, hidden)
+                               : -fx_attn_inf();
             tile_max = fmax(tile_max, s[jj]);
         }
         const TC new_max = fmax(mx, tile_max);
