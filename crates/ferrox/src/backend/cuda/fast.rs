@@ -493,9 +493,9 @@ const WG_HEAD_DIM: usize = 128;
 const WG_ROWS: usize = 128;
 
 /// The dynamic shared memory of `attention_fwd_wg_128` (`FX_WG_SHARED`):
-/// a 128 x 128 tile of Q, two each of K and V, and 1024 bytes of slack
+/// a 128 x 128 tile of Q, two of K, three of V, and 1024 bytes of slack
 /// for aligning the start.
-const WG_SHARED_BYTES: u32 = 5 * 128 * 128 * 2 + 1024;
+const WG_SHARED_BYTES: u32 = 6 * 128 * 128 * 2 + 1024;
 
 /// The dynamic shared memory of `attention_bwd_wg_128` (`FX_WG_BWD_SHARED`):
 /// 128 x 128 tiles of K and V, two 64 x 128 tiles each of q and do, dS

@@ -1039,7 +1039,7 @@ FX_ATTN_MMA_KERNEL(128)
 //   attention_fwd_wg_128(same arguments as attention_fwd_<D>)
 //       grid (ceil(Lq / 128), B * Hq), block 256: two warpgroups of 64 query
 //       rows each. Dynamic shared memory (FX_WG_SHARED bytes, mirrored in
-//       fast.rs): Q [128 rows] then two stages each of K and V [128 keys],
+//       fast.rs): Q [128 rows], two stages of K and three of V [128 keys],
 //       every tile two column halves of 64 features in 128-byte rows under
 //       the 128-byte swizzle, the layout wgmma reads through descriptors.
 //       S = Q K^T runs from shared memory; P stays in registers as the A
@@ -1058,8 +1058,9 @@ FX_ATTN_MMA_KERNEL(128)
 #define FX_WG_KEYS 128
 // A tile of 128 rows x 128 features of a 16-bit type.
 #define FX_WG_TILE (128 * 128 * 2)
-// Q, two stages of K and V, and the slack that aligns the start to 1024 bytes.
-#define FX_WG_SHARED (5 * FX_WG_TILE + 1024)
+// Q, two stages of K, three of V, and the slack that aligns the start to
+// 1024 bytes.
+#define FX_WG_SHARED (6 * FX_WG_TILE + 1024)
 
 #if defined(FX_DTYPE_BF16)
 #define FX_WG_TYPE "bf16"
@@ -1194,6 +1195,9 @@ struct FxWgStager {
     }
 };
 
+// The stage of V tile t among the forward pass's three.
+__device__ __forceinline__ unsigned char* fx_wg_v_stage(unsigned char* vst, int t) { return vst + (t % 3) * FX_WG_TILE; }
+
 // The forward pass (see the section comment). Each warpgroup keeps its
 // rows' output in registers and overlaps the softmax of key tile j with
 // the tensor cores' O += P V of tile j - 1.
@@ -1206,10 +1210,13 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
     unsigned char* smem = fx_wg_raw + ((1024 - ((unsigned)__cvta_generic_to_shared(fx_wg_raw) & 1023)) & 1023);
     unsigned char* qs = smem;
     unsigned char* kst = qs + FX_WG_TILE;       // two stages
-    unsigned char* vst = kst + 2 * FX_WG_TILE;  // two stages
+    unsigned char* vst = kst + 2 * FX_WG_TILE;  // three stages
     const float fill = (float)fill_;
     const float inf = fx_inf_f32();
-    const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    // The warpgroup, read from lane 0 so that ptxas sees it uniform in
+    // each warp (a branch on it would otherwise serialize the wgmma).
+    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int g = lane >> 2, t4 = lane & 3;
     const int bh = blockIdx.y, b = bh / n.q_heads, h = bh % n.q_heads;
     const int kvh = h / (n.q_heads / n.kv_heads);
@@ -1239,39 +1246,52 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
         fx_cp_async_commit();
     }
     const unsigned char* q_wg = qs + wg * 64 * 128;
+    const int tiles = (kend + KS - 1) / KS;
     unsigned pa[8][4];  // P of the previous tile, as A fragments
-    int t = 0;
-    for (int j0 = 0; j0 < kend; ++t, j0 += KS) {
-        const int stage = t & 1;
-        // K of this tile and V of the previous land; every warp is done
-        // with the buffers the next copies overwrite.
+    // Each tile t computes S = Q K^T, then issues O += P V of tile t - 1
+    // and, while the tensor cores run it, turns S into P. The block meets
+    // at barrier b before K of tile b and V of tile b - 1 are read:
+    // warpgroup 0 before S of tile b, warpgroup 1 (half a tile behind)
+    // before the softmax of tile b - 1 (and both before the first tile), so
+    // one warpgroup's softmax runs while the other's products keep the
+    // tensor cores busy. After barrier b the next copies start: K of tile
+    // b + 1 (two stages) and V of tile b (three stages: warpgroup 1 still
+    // reads V of tile b - 2).
+    auto barrier = [&](int bt) {
+        // Every copy issued so far lands; every warp is done with the
+        // buffers the next copies overwrite.
         fx_cp_async_wait_all();
         fx_proxy_fence();
         __syncthreads();
-        // S = Q K^T of this tile, then O += P V of the previous one; while
-        // they run, the next tile's K and this tile's V are copied in.
+        if (bt < tiles) {
+            if (bt + 1 < tiles) stager(kst + ((bt + 1) & 1) * FX_WG_TILE, kb, L.k.r, (bt + 1) * KS, n.keys);
+            stager(fx_wg_v_stage(vst, bt), vb, L.v.r, bt * KS, n.keys);
+            fx_cp_async_commit();
+        }
+    };
+    for (int t = 0; t < tiles; ++t) {
+        const int j0 = t * KS;
+        if (wg == 0 || t == 0) barrier(t);
         float s[16][4];
         fx_wg_pin(acc);
         fx_wg_fence();
-        const unsigned char* ks = kst + stage * FX_WG_TILE;
+        const unsigned char* ks = kst + (t & 1) * FX_WG_TILE;
 #pragma unroll
         for (int kk = 0; kk < 8; ++kk) {
             const int off = (kk >> 2) * (128 * 128) + (kk & 3) * 32;
             fx_wg_ss_n128(s, fx_wg_desc(q_wg + off, 16, 1024), fx_wg_desc(ks + off, 16, 1024), kk > 0);
         }
         fx_wg_commit();
-        const bool pending = t > 0;
-        if (pending) {
-            const unsigned char* vs = vst + (stage ^ 1) * FX_WG_TILE;
+        if (t > 0) {
+            const unsigned char* vs = fx_wg_v_stage(vst, t - 1);
 #pragma unroll
             for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], fx_wg_desc(vs + kk * 2048, 128 * 128, 1024));
         }
         fx_wg_commit();
-        if (j0 + KS < kend) stager(kst + (stage ^ 1) * FX_WG_TILE, kb, L.k.r, j0 + KS, n.keys);
-        stager(vst + stage * FX_WG_TILE, vb, L.v.r, j0, n.keys);
-        fx_cp_async_commit();
         fx_wg_wait<1>();
         fx_wg_pin(s);
+        // S is read: warpgroup 1's barrier lets the copies overwrite K.
+        if (wg == 1) barrier(t + 1);
         // Scores in natural-log units (masked, scaled); the tile's row maxima.
         float tmax0 = -inf, tmax1 = -inf;
         const bool edge = kind >= 2 || j0 + KS > n.keys || (kind == 1 && j0 + KS - 1 > q0 + shift);
@@ -1347,13 +1367,11 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
 #pragma unroll
             for (int e = 0; e < 4; ++e) pa[kk][e] = pn[kk][e];
     }
-    // The last tile's O += P V, once its V lands (every thread reaches the
-    // barrier).
-    fx_cp_async_wait_all();
-    fx_proxy_fence();
-    __syncthreads();
-    if (t > 0) {
-        const unsigned char* vs = vst + ((t - 1) & 1) * FX_WG_TILE;
+    // The last tile's O += P V, once its V lands: warpgroup 0 meets the
+    // block's last barrier here, warpgroup 1 met it before its last softmax.
+    if (tiles > 0) {
+        if (wg == 0) barrier(tiles);
+        const unsigned char* vs = fx_wg_v_stage(vst, tiles - 1);
         fx_wg_pin(acc);
         fx_wg_fence();
 #pragma unroll
