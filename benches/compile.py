@@ -13,8 +13,11 @@ Issue "compile" targets:
     own compiled row there (--ferrox-compile); here a small MLP step.
 
 Each row: median seconds of a call plus a device synchronization, after a
-warmup (which traces). Copy bandwidth is measured with the device's own
-copy of the input (read + write of the same bytes as GELU).
+warmup (which traces). An eager row and its compiled row are timed in
+alternation (eager, compiled, eager, ...), so a machine whose speed drifts
+during the run (a shared VM) slows both alike and their ratio stays fair.
+Copy bandwidth is measured with the device's own copy of the input (read +
+write of the same bytes as GELU).
 
     python benches/compile.py [--device gpu|cpu] [--size 32,1000,4096] [--repeats 10] [--only gelu,tail,reduce,small,train]
 """
@@ -37,6 +40,22 @@ def median_time(fn, sync, warmup=2, repeats=10):
         sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def paired_times(fns, sync, warmup, repeats):
+    """Median seconds per call of each of `fns`, timed in alternation."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    sync()
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, ts in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            sync()
+            ts.append(time.perf_counter() - start)
+    return [statistics.median(ts) for ts in times]
 
 
 def gelu_fx(fx):
@@ -83,32 +102,37 @@ def ferrox_rows(args, rows):
     if want("gelu"):
         gelu = gelu_fx(fx)
         cgelu = fx.compile(gelu)
-        rows["gelu eager"] = (median_time(lambda: fx.eval(gelu(x)), sync, 1, args.repeats), 2 * nbytes)
-        rows["gelu compiled"] = (median_time(lambda: fx.eval(cgelu(x)), sync, 2, args.repeats), 2 * nbytes)
+        eager, compiled = paired_times([lambda: fx.eval(gelu(x)), lambda: fx.eval(cgelu(x))], sync, 2, args.repeats)
+        rows["gelu eager"] = (eager, 2 * nbytes)
+        rows["gelu compiled"] = (compiled, 2 * nbytes)
     if want("tail"):
         tail = tail_fx(fx)
         ctail = fx.compile(tail)
-        rows["mlp tail eager"] = (median_time(lambda: fx.eval(tail(x, b, r)), sync, 1, args.repeats), 3 * nbytes)
-        rows["mlp tail compiled"] = (median_time(lambda: fx.eval(ctail(x, b, r)), sync, 2, args.repeats), 3 * nbytes)
+        eager, compiled = paired_times([lambda: fx.eval(tail(x, b, r)), lambda: fx.eval(ctail(x, b, r))], sync, 2, args.repeats)
+        rows["mlp tail eager"] = (eager, 3 * nbytes)
+        rows["mlp tail compiled"] = (compiled, 3 * nbytes)
     if want("reduce"):
         # A final reduction fused with its chain (reads x once, writes rows).
         sq = lambda x, b: fx.sum(fx.square(x - b), axis=-1)  # noqa: E731
         csq = fx.compile(sq)
-        rows["sum sq rows eager"] = (median_time(lambda: fx.eval(sq(x, b)), sync, 1, args.repeats), nbytes)
-        rows["sum sq rows compiled"] = (median_time(lambda: fx.eval(csq(x, b)), sync, 2, args.repeats), nbytes)
+        eager, compiled = paired_times([lambda: fx.eval(sq(x, b)), lambda: fx.eval(csq(x, b))], sync, 2, args.repeats)
+        rows["sum sq rows eager"] = (eager, nbytes)
+        rows["sum sq rows compiled"] = (compiled, nbytes)
         # The same over the leading axes (a column reduction, as a bias gradient's).
         cols = lambda x, b: fx.sum(fx.square(x - b), axis=(0, 1))  # noqa: E731
         ccols = fx.compile(cols)
-        rows["sum sq columns eager"] = (median_time(lambda: fx.eval(cols(x, b)), sync, 1, args.repeats), nbytes)
-        rows["sum sq columns compiled"] = (median_time(lambda: fx.eval(ccols(x, b)), sync, 2, args.repeats), nbytes)
+        eager, compiled = paired_times([lambda: fx.eval(cols(x, b)), lambda: fx.eval(ccols(x, b))], sync, 2, args.repeats)
+        rows["sum sq columns eager"] = (eager, nbytes)
+        rows["sum sq columns compiled"] = (compiled, nbytes)
     if want("small"):
         chain = small_chain_fx(fx, args.small_ops)
         cchain = fx.compile(chain)
         s = fx.array(rng.standard_normal((16, 16), dtype=np.float32) * 0.25)
         w = fx.array(rng.standard_normal((16, 16), dtype=np.float32) * 0.25)
         fx.eval(s, w)
-        rows[f"{args.small_ops} small ops eager"] = (median_time(lambda: fx.eval(chain(s, w)), sync, 1, args.repeats), None)
-        rows[f"{args.small_ops} small ops compiled"] = (median_time(lambda: fx.eval(cchain(s, w)), sync, 2, args.repeats), None)
+        eager, compiled = paired_times([lambda: fx.eval(chain(s, w)), lambda: fx.eval(cchain(s, w))], sync, 2, args.repeats)
+        rows[f"{args.small_ops} small ops eager"] = (eager, None)
+        rows[f"{args.small_ops} small ops compiled"] = (compiled, None)
         print("graph replay (captured, refused, launches) of the small ops:", cchain.graph_info())
     if want("train"):
         import ferrox.nn as nn
@@ -128,8 +152,11 @@ def ferrox_rows(args, rows):
 
         state = [model.state, opt.state]
         cstep = fx.compile(step, inputs=state, outputs=state)
-        rows["mlp train step eager"] = (median_time(lambda: fx.eval(step(), state), sync, 2, args.repeats), None)
-        rows["mlp train step compiled"] = (median_time(lambda: fx.eval(cstep(), state), sync, 3, args.repeats), None)
+        eager, compiled = paired_times(
+            [lambda: fx.eval(step(), state), lambda: fx.eval(cstep(), state)], sync, 3, args.repeats
+        )
+        rows["mlp train step eager"] = (eager, None)
+        rows["mlp train step compiled"] = (compiled, None)
         print("graph replay (captured, refused, launches) of the train step:", cstep.graph_info())
 
 
@@ -150,8 +177,9 @@ def torch_rows(args, rows):
 
     if only is None or "gelu" in only:
         cg = torch.compile(gelu)
-        rows["torch gelu eager"] = (median_time(lambda: gelu(x), sync, 1, args.repeats), 2 * nbytes)
-        rows["torch gelu compile"] = (median_time(lambda: cg(x), sync, 3, args.repeats), 2 * nbytes)
+        eager, compiled = paired_times([lambda: gelu(x), lambda: cg(x)], sync, 3, args.repeats)
+        rows["torch gelu eager"] = (eager, 2 * nbytes)
+        rows["torch gelu compile"] = (compiled, 2 * nbytes)
     if only is None or "tail" in only:
         tail = lambda x, b, r: gelu(x + b) + r  # noqa: E731
         ct = torch.compile(tail)
