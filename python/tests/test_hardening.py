@@ -491,6 +491,18 @@ def test_complex_division_and_product_recover_infinities():
     assert np.isinf(p.tolist()[0].imag)
 
 
+def test_complex_power_recovers_infinities_as_mlx():
+    # a^b = e^(b ln a) with the product's recovery of infinities: an infinite
+    # part of b ln a makes it infinite, not NaN (MLX's values; the fuzz found
+    # NaN here).
+    nan, inf = float("nan"), float("inf")
+    base = fx.array([complex(-1, 0), complex(0.5, 0), complex(nan, inf), complex(nan, inf)])
+    expo = fx.array([complex(nan, inf), complex(inf, inf), complex(inf, 0), complex(-inf, 0)])
+    got = (base**expo).tolist()
+    assert got[0] == 0j and got[1] == 0j and got[3] == 0j
+    assert got[2].real == inf and np.isnan(got[2].imag)
+
+
 # --------------------------------------------------------------------------
 # A panic that slips through is a RuntimeError naming the function
 # --------------------------------------------------------------------------

@@ -12,11 +12,17 @@ use num_complex::Complex32;
 /// and so MLX compute): a product with an infinite factor is infinite even
 /// where the textbook formula gives NaN.
 pub fn mul(z: Complex32, w: Complex32) -> Complex32 {
-    let ((mut a, mut b), (mut c, mut d)) = (parts(z), parts(w));
+    let ((a, b), (c, d)) = (parts(z), parts(w));
+    let (re, im) = mul_parts(a, b, c, d);
+    cx(re, im)
+}
+
+/// [`mul`]'s product (a + ib)(c + id) in f64, before its rounding.
+fn mul_parts(mut a: f64, mut b: f64, mut c: f64, mut d: f64) -> (f64, f64) {
     let (ac, bd, ad, bc) = (a * c, b * d, a * d, b * c);
     let (x, y) = (ac - bd, ad + bc);
     if !(x.is_nan() && y.is_nan()) {
-        return cx(x, y);
+        return (x, y);
     }
     let mut recalc = false;
     let unit = |v: f64| (if v.is_infinite() { 1.0f64 } else { 0.0 }).copysign(v);
@@ -36,9 +42,9 @@ pub fn mul(z: Complex32, w: Complex32) -> Complex32 {
         recalc = true;
     }
     if recalc {
-        return cx(f64::INFINITY * (a * c - b * d), f64::INFINITY * (a * d + b * c));
+        return (f64::INFINITY * (a * c - b * d), f64::INFINITY * (a * d + b * c));
     }
-    cx(x, y)
+    (x, y)
 }
 
 /// Quotient with C99 Annex G's special cases (what `std::complex` and so
@@ -101,12 +107,13 @@ fn exp_parts(x: f64, y: f64) -> (f64, f64) {
     (r * y.cos(), r * y.sin())
 }
 
-/// a^b = e^(b ln a) (std::pow's formula, so MLX's), in f64 and rounded
-/// once so that a large exponent does not magnify the rounding of ln a.
+/// a^b = e^(b ln a) with [`mul`]'s recovery of infinities (MLX's formula,
+/// no special case for a = 0), in f64 and rounded once so that a large
+/// exponent does not magnify the rounding of ln a.
 pub fn pow(a: Complex32, b: Complex32) -> Complex32 {
     let (lr, li) = ln_parts(a.re as f64, a.im as f64);
-    let (br, bi) = (b.re as f64, b.im as f64);
-    let (re, im) = exp_parts(br * lr - bi * li, br * li + bi * lr);
+    let (re, im) = mul_parts(b.re as f64, b.im as f64, lr, li);
+    let (re, im) = exp_parts(re, im);
     cx(re, im)
 }
 

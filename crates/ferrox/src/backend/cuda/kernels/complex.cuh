@@ -50,11 +50,24 @@ __device__ __forceinline__ fx_c64 fx_cd(double re, double im) { return fx_cplx((
 __device__ __forceinline__ double fx_dinf() { return __longlong_as_double(0x7ff0000000000000ll); }
 __device__ __forceinline__ double fx_unit_if_inf(double v) { return copysign(isinf(v) ? 1.0 : 0.0, v); }
 __device__ __forceinline__ double fx_zero_if_nan(double v) { return isnan(v) ? copysign(0.0, v) : v; }
-__device__ __noinline__ fx_c64 fx_cmul(fx_c64 z, fx_c64 w) {
-    double a = z.re, b = z.im, c = w.re, d = w.im;
+// A complex result in double, before its one rounding (the f64 pairs of
+// element/complex.rs's *_parts functions).
+struct fx_z {
+    double re, im;
+};
+__device__ __forceinline__ fx_z fx_zmk(double re, double im) {
+    fx_z z;
+    z.re = re;
+    z.im = im;
+    return z;
+}
+__device__ __forceinline__ fx_c64 fx_zc64(fx_z z) { return fx_cd(z.re, z.im); }
+
+// The product (a + ib)(c + id) in double, before its rounding.
+__device__ __noinline__ fx_z fx_cmul_parts(double a, double b, double c, double d) {
     double ac = a * c, bd = b * d, ad = a * d, bc = b * c;
     double x = ac - bd, y = ad + bc;
-    if (!(isnan(x) && isnan(y))) return fx_cd(x, y);
+    if (!(isnan(x) && isnan(y))) return fx_zmk(x, y);
     bool recalc = false;
     if (isinf(a) || isinf(b)) {
         a = fx_unit_if_inf(a); b = fx_unit_if_inf(b);
@@ -70,9 +83,10 @@ __device__ __noinline__ fx_c64 fx_cmul(fx_c64 z, fx_c64 w) {
         a = fx_zero_if_nan(a); b = fx_zero_if_nan(b); c = fx_zero_if_nan(c); d = fx_zero_if_nan(d);
         recalc = true;
     }
-    if (recalc) return fx_cd(fx_dinf() * (a * c - b * d), fx_dinf() * (a * d + b * c));
-    return fx_cd(x, y);
+    if (recalc) return fx_zmk(fx_dinf() * (a * c - b * d), fx_dinf() * (a * d + b * c));
+    return fx_zmk(x, y);
 }
+__device__ __forceinline__ fx_c64 fx_cmul(fx_c64 z, fx_c64 w) { return fx_zc64(fx_cmul_parts(z.re, z.im, w.re, w.im)); }
 __device__ __noinline__ fx_c64 fx_cdiv(fx_c64 z, fx_c64 w) {
     double a = z.re, b = z.im, c = w.re, d = w.im;
     double denom = c * c + d * d;
@@ -102,19 +116,6 @@ __device__ __forceinline__ bool fx_clt(fx_c64 a, fx_c64 b) { return a.re < b.re 
 __device__ __forceinline__ double fx_dnan() { return __longlong_as_double(0x7ff8000000000000ll); }
 __device__ __forceinline__ bool fx_dfinite(double v) { return fabs(v) < fx_dinf(); }
 __device__ __forceinline__ bool fx_disinf(double v) { return fabs(v) == fx_dinf(); }
-
-// A complex result in double, before its one rounding (the f64 pairs of
-// element/complex.rs's *_parts functions).
-struct fx_z {
-    double re, im;
-};
-__device__ __forceinline__ fx_z fx_zmk(double re, double im) {
-    fx_z z;
-    z.re = re;
-    z.im = im;
-    return z;
-}
-__device__ __forceinline__ fx_c64 fx_zc64(fx_z z) { return fx_cd(z.re, z.im); }
 
 // e^(x + iy).
 __device__ __noinline__ fx_z fx_exp_parts(double x, double y) {
@@ -283,10 +284,10 @@ __device__ __noinline__ fx_c64 fx_casinh(fx_c64 z) {
     fx_z t = fx_asin_parts(-(double)z.im, (double)z.re);
     return fx_cd(t.im, -t.re);
 }
-// a^b = e^(b ln a) (std::pow's formula, so MLX's) in double, rounded once.
+// a^b = e^(b ln a) with the product's recovery of infinities (MLX's
+// formula, no special case for a = 0), in double, rounded once.
 __device__ __noinline__ fx_c64 fx_cpow(fx_c64 a, fx_c64 b) {
     fx_z l = fx_ln_parts(a.re, a.im);
-    double br = b.re, bi = b.im;
-    return fx_zc64(fx_exp_parts(__dsub_rn(__dmul_rn(br, l.re), __dmul_rn(bi, l.im)),
-                                __dadd_rn(__dmul_rn(br, l.im), __dmul_rn(bi, l.re))));
+    fx_z e = fx_cmul_parts(b.re, b.im, l.re, l.im);
+    return fx_zc64(fx_exp_parts(e.re, e.im));
 }
