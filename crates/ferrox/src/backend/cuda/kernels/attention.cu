@@ -596,6 +596,14 @@ __device__ __forceinline__ void fx_red_add2(float* dst, float a, float b) {
 #endif
 }
 
+// Zeroes an accumulator of N fragments of 4 floats (one thread's share of
+// an m16n8 / wgmma tile).
+template <int N>
+__device__ __forceinline__ void fx_zero_frags(float (&d)[N][4]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) d[i][0] = d[i][1] = d[i][2] = d[i][3] = 0.f;
+}
+
 // A scaled forward score x of query i and key j at a tile's edge: -inf
 // past the last key, otherwise masked per `kind` (the row clamped to the
 // last query, for rows of a tile past it).
@@ -694,8 +702,7 @@ __device__ __forceinline__ void fx_attn_fwd_mma(const T* q, const T* k, const T*
         qa[kk][3] = fx_load2(qrow1, c + 8, in1);
     }
     float acc[D / 8][4];
-#pragma unroll
-    for (int nb = 0; nb < D / 8; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+    fx_zero_frags(acc);
     const float sink = sinks ? fx_to_c(sinks[h]) : -inf;
     float m0 = sink, m1 = sink;
     // Per-thread partial sums of the two rows (the sink's share counted once, by t4 == 0).
@@ -890,10 +897,8 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
         }
     }
     float dk_acc[D / 8][4], dv_acc[D / 8][4];
-#pragma unroll
-    for (int nb = 0; nb < D / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dk_acc[nb][e] = dv_acc[nb][e] = 0.f;
+    fx_zero_frags(dk_acc);
+    fx_zero_frags(dv_acc);
     for (int buf = 0; hg < group; buf ^= 1) {
         const int h = kvh * group + hg;
         const long long row0 = ((long long)b * n.q_heads + h) * n.queries;
@@ -913,10 +918,8 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
         const float* delta_s = stats_s + 2 * QT;
         // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys x QT queries.
         float st[QT / 8][4], dpt[QT / 8][4];
-#pragma unroll
-        for (int nb = 0; nb < QT / 8; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) st[nb][e] = dpt[nb][e] = 0.f;
+        fx_zero_frags(st);
+        fx_zero_frags(dpt);
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             unsigned ka[4], vk[4];
@@ -987,8 +990,7 @@ __device__ __forceinline__ void fx_attn_bwd_mma(const T* q, const T* k, const T*
             constexpr int QW = QT / 16, FW = D / (8 / QW);
             const int qw = (warp % QW) * 16, fw = (warp / QW) * FW;
             float dq[FW / 8][4];
-#pragma unroll
-            for (int nb = 0; nb < FW / 8; ++nb) dq[nb][0] = dq[nb][1] = dq[nb][2] = dq[nb][3] = 0.f;
+            fx_zero_frags(dq);
 #pragma unroll
             for (int kk = 0; kk < KB / 16; ++kk) {
                 unsigned sa[4];
@@ -1227,8 +1229,7 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
     const int r0 = q0 + g, r1 = q0 + g + 8;
     const bool in0 = r0 < n.queries, in1 = r1 < n.queries;
     float acc[16][4];
-#pragma unroll
-    for (int nb = 0; nb < 16; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+    fx_zero_frags(acc);
     const float sink = sinks ? fx_to_c(sinks[h]) : -inf;
     float m0 = sink, m1 = sink;
     // Per-thread partial sums of the two rows (the sink's share counted once, by t4 == 0).
@@ -1459,10 +1460,8 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
     if (hg < group) stage(hg, i0, 0);
     fx_cp_async_commit();
     float dk_acc[16][4], dv_acc[16][4];
-#pragma unroll
-    for (int nb = 0; nb < 16; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dk_acc[nb][e] = dv_acc[nb][e] = 0.f;
+    fx_zero_frags(dk_acc);
+    fx_zero_frags(dv_acc);
     for (int buf = 0; hg < group; buf ^= 1) {
         const int h = kvh * group + hg;
         const long long row0 = ((long long)b * n.q_heads + h) * n.queries;
