@@ -561,6 +561,7 @@ def test_sdpa_gradients_match_ops(rng, shape, mask, sinks):
         (2, 4, 2, 70, 300, 64, 64),  # tensor cores on the GPU: several key blocks, partial tiles
         (1, 2, 1, 160, 96, 128, 128),  # more queries than keys
         (1, 2, 2, 33, 33, 128, 128),
+        (2, 4, 2, 100, 260, 128, 128),  # Hopper: dQ tiles padded per head, grouped heads, batches
         (1, 4, 2, 3, 600, 64, 64),  # split-K decode forward on the GPU
     ],
 )

@@ -55,7 +55,8 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
                     tensor_core
                         .iter()
                         .filter(|&&d| d == WG_HEAD_DIM)
-                        .flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_wg_{d}"))),
+                        .flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_wg_{d}")))
+                        .chain(["attention_cast_wg".to_string()]),
                 )
                 .chain(DECODE_HEAD_DIMS.iter().map(|d| format!("attention_decode_{d}")))
                 .chain(["attention_delta", "attention_cast", "attention_decode_combine"].map(String::from))
@@ -498,10 +499,14 @@ const WG_ROWS: usize = 128;
 const WG_SHARED_BYTES: u32 = 6 * 128 * 128 * 2 + 1024;
 
 /// The dynamic shared memory of `attention_bwd_wg_128` (`FX_WG_BWD_SHARED`):
-/// 128 x 128 tiles of K and V, two 64 x 128 tiles each of q and do, dS
-/// (128 keys x 64 queries), two buffers of 64 rows' statistics and deltas
-/// (3 floats a row), and 1024 bytes of slack for aligning the start.
-const WG_BWD_SHARED_BYTES: u32 = 2 * 128 * 128 * 2 + 5 * 64 * 128 * 2 + 2 * 3 * 64 * 4 + 1024;
+/// 128 x 128 tiles of K and V, two 64 x 128 tiles each of q and do, two of
+/// dS (128 keys x 64 queries), two buffers of 64 rows' statistics and
+/// deltas (3 floats a row), and 1024 bytes of slack for aligning the start.
+const WG_BWD_SHARED_BYTES: u32 = 2 * 128 * 128 * 2 + 6 * 64 * 128 * 2 + 2 * 3 * 64 * 4 + 1024;
+
+/// Query rows per tile of `attention_bwd_wg_128` (`FX_WG_BWD_QT`): its dQ
+/// accumulator holds each head's rows in tiles of this many, padded.
+const WG_BWD_QUERY_TILE: usize = 64;
 
 /// Keys each tensor-core backward block handles (`FX_BWD_KEYS`, and the
 /// warpgroup kernel's too).
@@ -717,7 +722,25 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
     let dk = CudaStorage::alloc(dtype, k.1.size(), s)?;
     let dv = CudaStorage::alloc(dtype, v.1.size(), s)?;
     let dq = CudaStorage::alloc(dtype, q.1.size(), s)?;
-    let dq_acc = zeroed(tc, q.1.size(), s, OP)?;
+    let kv_blocks = n.batch as usize * n.kv_heads as usize;
+    let ptrs = [ptr(q), ptr(k), ptr(v), ptr(dout), dk.ptr_at(0), dv.ptr_at(0)];
+    let kernel = if n.keys == 0 || kv_blocks == 0 {
+        None
+    } else if !tensor_core(dtype, &n, &layout, &ptrs) {
+        Some(BackwardKernel::Generic)
+    } else if n.d as usize == WG_HEAD_DIM && gpu()?.has_wgmma() {
+        Some(BackwardKernel::Warpgroup)
+    } else {
+        Some(BackwardKernel::TensorCore)
+    };
+    let warpgroup = kernel == Some(BackwardKernel::Warpgroup);
+    let dq_acc_len = if warpgroup {
+        let heads = n.batch as usize * n.q_heads as usize;
+        heads * (n.queries as usize).div_ceil(WG_BWD_QUERY_TILE) * WG_BWD_QUERY_TILE * WG_HEAD_DIM
+    } else {
+        q.1.size()
+    };
+    let dq_acc = zeroed(tc, dq_acc_len, s, OP)?;
     let delta = CudaStorage::alloc(tc, rows, s)?;
     let dsinks_acc = zeroed(tc, if p.sinks { n.q_heads as usize } else { 0 }, s, OP)?;
     let sinks = if p.sinks { ptr(inputs[base - 1]) } else { 0 };
@@ -737,8 +760,7 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(layout.dout);
         launch(Family::Attention, dtype, "attention_delta", (grid_for(rows * 32, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
     }
-    let kv_blocks = n.batch as usize * n.kv_heads as usize;
-    if n.keys > 0 && kv_blocks > 0 {
+    if let Some(kernel) = kernel {
         let (mask, strides, kind) = mask_args(p, inputs);
         let fill = dtype.finfo().expect("a float dtype").min;
         let args = Args::new()
@@ -758,24 +780,30 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(layout)
             .arg(p.scale)
             .arg(fill);
-        let ptrs = [ptr(q), ptr(k), ptr(v), ptr(dout), dk.ptr_at(0), dv.ptr_at(0)];
         let blocks = heads_extent(kv_blocks)?;
-        if tensor_core(dtype, &n, &layout, &ptrs) {
-            let grid = ((n.keys as usize).div_ceil(MMA_BWD_KEYS) as u32, blocks, 1);
-            let (kernel, shared) = if n.d as usize == WG_HEAD_DIM && gpu()?.has_wgmma() {
-                (format!("attention_bwd_wg_{WG_HEAD_DIM}"), WG_BWD_SHARED_BYTES)
-            } else {
-                (format!("attention_bwd_mma_{}", n.d), mma_bwd_shared_bytes(n.d as usize))
-            };
-            launch_with_shared(Family::Attention, dtype, &kernel, grid, (256, 1, 1), shared, s, args)?;
-        } else {
-            let kernel = format!("attention_bwd_{}", bucket(&n)?);
-            let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, blocks, 1);
-            launch(Family::Attention, dtype, &kernel, grid, (128, 1, 1), s, args)?;
+        let tensor_grid = ((n.keys as usize).div_ceil(MMA_BWD_KEYS) as u32, blocks, 1);
+        match kernel {
+            BackwardKernel::Warpgroup => {
+                let name = format!("attention_bwd_wg_{WG_HEAD_DIM}");
+                launch_with_shared(Family::Attention, dtype, &name, tensor_grid, (256, 1, 1), WG_BWD_SHARED_BYTES, s, args)?;
+            }
+            BackwardKernel::TensorCore => {
+                let name = format!("attention_bwd_mma_{}", n.d);
+                let shared = mma_bwd_shared_bytes(n.d as usize);
+                launch_with_shared(Family::Attention, dtype, &name, tensor_grid, (256, 1, 1), shared, s, args)?;
+            }
+            BackwardKernel::Generic => {
+                let name = format!("attention_bwd_{}", bucket(&n)?);
+                let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, blocks, 1);
+                launch(Family::Attention, dtype, &name, grid, (128, 1, 1), s, args)?;
+            }
         }
     }
-    let q_rows = (n.d, n.queries, n.q_heads, layout.dq);
-    cast(s, dtype, &dq_acc, &dq, q_rows)?;
+    if warpgroup {
+        cast_warpgroup_dq(s, dtype, &dq_acc, &dq, (n.queries, n.q_heads, layout.dq))?;
+    } else {
+        cast(s, dtype, &dq_acc, &dq, (n.d, n.queries, n.q_heads, layout.dq))?;
+    }
     let mut outs = vec![dq, dk, dv];
     if p.sinks {
         let dsinks = CudaStorage::alloc(dtype, n.q_heads as usize, s)?;
@@ -783,6 +811,37 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
         outs.push(dsinks);
     }
     Ok(outs)
+}
+
+/// The kernel that computes an attention backward pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BackwardKernel {
+    /// `attention_bwd_wg_128` (Hopper warpgroup products); its dQ
+    /// accumulator is in its own tile order.
+    Warpgroup,
+    /// `attention_bwd_mma_<d>` (`mma.sync` products).
+    TensorCore,
+    /// `attention_bwd_<bucket>` (any type and head dimension).
+    Generic,
+}
+
+/// `out = acc` rounded to `dtype` for a dQ accumulated by
+/// `attention_bwd_wg_128` in its tile order; `rows` = (rows per head,
+/// heads, the output's head-row strides).
+fn cast_warpgroup_dq(
+    s: &Arc<GpuStream>,
+    dtype: Dtype,
+    acc: &CudaStorage,
+    out: &CudaStorage,
+    rows: (i32, i32, RowStrides),
+) -> Result<()> {
+    let n = out.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let (queries, heads, strides) = rows;
+    let args = Args::new().arg(acc.ptr_at(0)).arg(out.ptr_at(0)).arg(n as i64).arg(queries).arg(heads).arg(strides);
+    launch(Family::Attention, dtype, "attention_cast_wg", (grid_for(n, 4)?, 1, 1), (BLOCK, 1, 1), s, args)
 }
 
 /// `out = acc` rounded from the compute type to `dtype`; `acc` holds

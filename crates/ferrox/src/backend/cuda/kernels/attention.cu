@@ -1075,7 +1075,9 @@ FX_ATTN_MMA_KERNEL(128)
 __device__ __forceinline__ int fx_sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 
 // A wgmma shared-memory descriptor: start address, leading and stride
-// byte offsets, 128-byte swizzle.
+// byte offsets, 128-byte swizzle. Adding m to a descriptor moves its start
+// 16 m bytes on (shared addresses stay below 2^18, so the field never
+// carries).
 __device__ __forceinline__ unsigned long long fx_wg_desc(const void* at, unsigned lbo, unsigned sbo) {
     const unsigned addr = (unsigned)__cvta_generic_to_shared(at);
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
@@ -1246,7 +1248,7 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
         stager(kst, kb, L.k.r, 0, n.keys);
         fx_cp_async_commit();
     }
-    const unsigned char* q_wg = qs + wg * 64 * 128;
+    const unsigned long long q_desc = fx_wg_desc(qs + wg * 64 * 128, 16, 1024);  // this warpgroup's rows of Q
     const int tiles = (kend + KS - 1) / KS;
     unsigned pa[8][4];  // P of the previous tile, as A fragments
     // Each tile t computes S = Q K^T, then issues O += P V of tile t - 1
@@ -1276,17 +1278,17 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
         float s[16][4];
         fx_wg_pin(acc);
         fx_wg_fence();
-        const unsigned char* ks = kst + (t & 1) * FX_WG_TILE;
+        const unsigned long long k_desc = fx_wg_desc(kst + (t & 1) * FX_WG_TILE, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < 8; ++kk) {
-            const int off = (kk >> 2) * (128 * 128) + (kk & 3) * 32;
-            fx_wg_ss_n128(s, fx_wg_desc(q_wg + off, 16, 1024), fx_wg_desc(ks + off, 16, 1024), kk > 0);
+            const int off = ((kk >> 2) * (128 * 128) + (kk & 3) * 32) >> 4;
+            fx_wg_ss_n128(s, q_desc + off, k_desc + off, kk > 0);
         }
         fx_wg_commit();
         if (t > 0) {
-            const unsigned char* vs = fx_wg_v_stage(vst, t - 1);
+            const unsigned long long v_desc = fx_wg_desc(fx_wg_v_stage(vst, t - 1), 128 * 128, 1024);
 #pragma unroll
-            for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], fx_wg_desc(vs + kk * 2048, 128 * 128, 1024));
+            for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], v_desc + kk * 128);
         }
         fx_wg_commit();
         fx_wg_wait<1>();
@@ -1372,11 +1374,11 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
     // block's last barrier here, warpgroup 1 met it before its last softmax.
     if (tiles > 0) {
         if (wg == 0) barrier(tiles);
-        const unsigned char* vs = fx_wg_v_stage(vst, tiles - 1);
+        const unsigned long long v_desc = fx_wg_desc(fx_wg_v_stage(vst, tiles - 1), 128 * 128, 1024);
         fx_wg_pin(acc);
         fx_wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], fx_wg_desc(vs + kk * 2048, 128 * 128, 1024));
+        for (int kk = 0; kk < 8; ++kk) fx_wg_rs_n128_mn(acc, pa[kk], v_desc + kk * 128);
         fx_wg_commit();
         fx_wg_wait<0>();
         fx_wg_pin(acc);
@@ -1406,18 +1408,33 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 
 // Query rows per tile of attention_bwd_wg_128.
 #define FX_WG_BWD_QT 64
-// K and V [128 keys], two buffers each of q and do [64 queries], dS [128
-// keys][64 queries] (all swizzled tiles), two buffers of the tile's row
-// statistics and deltas (3 x 64 floats), and the alignment slack.
-#define FX_WG_BWD_SHARED (2 * FX_WG_TILE + 5 * (FX_WG_TILE / 2) + 2 * 3 * 64 * 4 + 1024)
+// K and V [128 keys], two buffers each of q, do and dS [64 queries] (all
+// swizzled tiles), two buffers of the tile's row statistics and deltas
+// (3 x 64 floats), and the alignment slack.
+#define FX_WG_BWD_SHARED (2 * FX_WG_TILE + 6 * (FX_WG_TILE / 2) + 2 * 3 * 64 * 4 + 1024)
+
+// dst[0..3] += (a, b, c, d) in one vector reduction.
+__device__ __forceinline__ void fx_red_add4(float* dst, float a, float b, float c, float d) {
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
 
 // The backward pass for one block of 128 keys (grid (ceil(Lk / 128), B * Hk),
 // block 256): warpgroup w owns keys 64w .. 64w + 63 and walks the query
 // tiles that see them. S^T = K Q^T and dP^T = V dO^T run from shared memory;
 // dV += P^T dO and dK += dS^T Q take P^T and dS^T from registers; dQ = dS K
 // (each warpgroup 64 of the features) reads dS back from shared memory,
-// where it lies transposed as the warpgroups hold it (A MN-major), and
-// is added atomically (times scale) into dq_acc.
+// where it lies transposed as the warpgroups hold it (A MN-major). dS has
+// two buffers, so a tile's dQ runs on the tensor cores during the next
+// tile's softmax.
+//
+// dq_acc is not row-major here: each (batch, query head) holds
+// ceil(Lq / 64) tiles of 64 rows x 128 features (the last padded) in the
+// warpgroups' fragment order, so that each warp adds its 4 KB with 16-byte
+// reductions covering whole lines. Float ((w * 8 + nb) * 32 + lane) * 4 + e
+// of a tile, for warp w of the block (warpgroup w / 4), is element e of the
+// lane's accumulator fragment nb: row 16 (w % 4) + lane / 4 + 8 (e / 2),
+// feature 64 (w / 4) + 8 nb + 2 (lane % 4) + e % 2. attention_cast_wg puts
+// the rows in order.
 __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* v, const void* mask,
                                                const FxAttnStrides& ms, int kind, const TC* stats, const TC* delta,
                                                const T* dout, TC* dq_acc, T* dk, T* dv, const FxAttnDims& n,
@@ -1426,18 +1443,20 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
     constexpr float LOG2E = 1.4426950408889634f;
     extern __shared__ __align__(1024) unsigned char fx_wg_raw[];
     unsigned char* smem = fx_wg_raw + ((1024 - ((unsigned)__cvta_generic_to_shared(fx_wg_raw) & 1023)) & 1023);
-    unsigned char* ks = smem;                  // [128 keys], K-major halves
-    unsigned char* vs = ks + FX_WG_TILE;       // [128 keys]
-    unsigned char* qs_buf = vs + FX_WG_TILE;   // 2 x [64 queries]
+    unsigned char* ks = smem;                    // [128 keys], K-major halves
+    unsigned char* vs = ks + FX_WG_TILE;         // [128 keys]
+    unsigned char* qs_buf = vs + FX_WG_TILE;     // 2 x [64 queries]
     unsigned char* gs_buf = qs_buf + 2 * QTILE;  // 2 x dO [64 queries]
-    unsigned char* dss = gs_buf + 2 * QTILE;     // dS [128 keys][64 queries]
-    float* row_s = reinterpret_cast<float*>(dss + QTILE);  // 2 x (stats[64][2], delta[64])
+    unsigned char* ds_buf = gs_buf + 2 * QTILE;  // 2 x dS [128 keys][64 queries]
+    float* row_s = reinterpret_cast<float*>(ds_buf + 2 * QTILE);  // 2 x (stats[64][2], delta[64])
     const float fill = (float)fill_;
-    const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x >> 7, 0);
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int g = lane >> 2, t4 = lane & 3;
     const int kvb = blockIdx.y, b = kvb / n.kv_heads, kvh = kvb % n.kv_heads;
     const int group = n.q_heads / n.kv_heads;
     const int shift = n.keys - n.queries;
+    const long long padded_queries = (n.queries + QT - 1) / QT * QT;  // dq_acc's rows per head
     const int j0 = blockIdx.x * KB;
     const int jw = wg * 64 + warp * 16;       // this warp's first key in the block
     const int ja = j0 + jw + g, jb = ja + 8;  // the keys of this thread's accumulator rows
@@ -1446,6 +1465,12 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
     const FxBwdTiles<QT> tiles{group, n.queries, shift, j0, kind == 1};
     const FxWgStager<QT> row_stager;
     const FxWgStager<KB> key_stager;
+    // Descriptors of this warpgroup's keys and values (K-major, for S^T and
+    // dP^T) and of its column half of K (MN-major, for dQ); a descriptor
+    // plus a byte offset / 16 addresses the tile that far in.
+    const unsigned long long k_desc = fx_wg_desc(ks + wg * 64 * 128, 16, 1024);
+    const unsigned long long v_desc = fx_wg_desc(vs + wg * 64 * 128, 16, 1024);
+    const unsigned long long kf_desc = fx_wg_desc(ks + wg * (KB * 128), KB * 128, 1024);
     // Stages query tile (hg, i0) into buffer `buf`.
     auto stage = [&](int hg, int i0, int buf) {
         const int h = kvh * group + hg;
@@ -1453,22 +1478,44 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         row_stager(gs_buf + buf * QTILE, dout + fx_row(L.dout, b, h, 0), L.dout.r, i0, n.queries);
         fx_stage_row_stats<QT>(row_s + buf * 3 * QT, stats, delta, n, b, h, i0);
     };
+    // Issues dQ (QT x 128) = dS K from dS buffer `buf`: this warpgroup's 64
+    // features (a column half of K).
+    auto issue_dq = [&](float (&dq)[8][4], int buf) {
+        const unsigned long long ds_desc = fx_wg_desc(ds_buf + buf * QTILE, QT * 128, 1024);
+        fx_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < KB / 16; ++kk)
+            fx_wg_ss_n64<1, 1>(dq, ds_desc + kk * 128, kf_desc + kk * 128, kk > 0);
+        fx_wg_commit();
+    };
+    // Adds the warp's share of a finished dQ (times scale) into its tile of
+    // dq_acc (rows row0 + i0 onwards; the layout above).
+    auto add_dq = [&](const float (&dq)[8][4], long long row0, int i0) {
+        float* tile = dq_acc + (row0 + i0) * 128 + (wg * 4 + warp) * 8 * 128 + lane * 4;
+#pragma unroll
+        for (int nb = 0; nb < 8; ++nb)
+            fx_red_add4(tile + nb * 128, dq[nb][0] * scale, dq[nb][1] * scale, dq[nb][2] * scale, dq[nb][3] * scale);
+    };
     int hg = 0, i0 = 0;
     tiles.settle(hg, i0);
     key_stager(ks, kb, L.k.r, j0, n.keys);
     key_stager(vs, vb, L.v.r, j0, n.keys);
     if (hg < group) stage(hg, i0, 0);
     fx_cp_async_commit();
-    float dk_acc[16][4], dv_acc[16][4];
+    // The first tile's dQ product reads dS buffer 1 before any tile wrote it.
+    for (int e = threadIdx.x; e < QTILE / 16; e += 256) reinterpret_cast<uint4*>(ds_buf + QTILE)[e] = make_uint4(0, 0, 0, 0);
+    float dk_acc[16][4], dv_acc[16][4], dq[8][4];
     fx_zero_frags(dk_acc);
     fx_zero_frags(dv_acc);
-    for (int buf = 0; hg < group; buf ^= 1) {
+    long long prev_row0 = 0;
+    int prev_i0 = 0, t = 0;
+    for (; hg < group; ++t) {
+        const int buf = t & 1;
         const int h = kvh * group + hg;
-        const long long row0 = ((long long)b * n.q_heads + h) * n.queries;
+        const long long row0 = ((long long)b * n.q_heads + h) * padded_queries;
         int next_hg = hg, next_i0 = i0 + QT;
         tiles.settle(next_hg, next_i0);
-        // This tile lands; every warp is done with the previous tile (dS and
-        // the other buffers are free).
+        // This tile lands, and the previous one's dS is whole in shared memory.
         fx_cp_async_wait_all();
         fx_proxy_fence();
         __syncthreads();
@@ -1476,23 +1523,27 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         const unsigned char* gs = gs_buf + buf * QTILE;
         const float* stats_s = row_s + buf * 3 * QT;  // (max, log-sum) per query
         const float* delta_s = stats_s + 2 * QT;
-        // S^T = K Q^T and dP^T = V dO^T for this warpgroup's 64 keys x QT queries.
+        // S^T = K Q^T and dP^T = V dO^T for this warpgroup's 64 keys x QT
+        // queries; then the previous tile's dQ, which runs during this
+        // tile's softmax.
         float st[QT / 8][4], dpt[QT / 8][4];
+        const unsigned long long q_desc = fx_wg_desc(qs, 16, 1024), g_desc = fx_wg_desc(gs, 16, 1024);
         fx_wg_fence();
 #pragma unroll
         for (int kk = 0; kk < 8; ++kk) {
-            const int ok = (kk >> 2) * (KB * 128) + wg * 64 * 128 + (kk & 3) * 32;
-            const int oq = (kk >> 2) * (QT * 128) + (kk & 3) * 32;
-            fx_wg_ss_n64<0, 0>(st, fx_wg_desc(ks + ok, 16, 1024), fx_wg_desc(qs + oq, 16, 1024), kk > 0);
-            fx_wg_ss_n64<0, 0>(dpt, fx_wg_desc(vs + ok, 16, 1024), fx_wg_desc(gs + oq, 16, 1024), kk > 0);
+            const int ok = ((kk >> 2) * (KB * 128) + (kk & 3) * 32) >> 4;
+            const int oq = ((kk >> 2) * (QT * 128) + (kk & 3) * 32) >> 4;
+            fx_wg_ss_n64<0, 0>(st, k_desc + ok, q_desc + oq, kk > 0);
+            fx_wg_ss_n64<0, 0>(dpt, v_desc + ok, g_desc + oq, kk > 0);
         }
         fx_wg_commit();
+        issue_dq(dq, buf ^ 1);
         // The next tile is copied in while they run.
         if (next_hg < group) {
             stage(next_hg, next_i0, buf ^ 1);
             fx_cp_async_commit();
         }
-        fx_wg_wait<0>();
+        fx_wg_wait<1>();
         fx_wg_pin(st);
         fx_wg_pin(dpt);
         // P^T and dS^T in place of S^T and dP^T: away from the edges a
@@ -1532,7 +1583,7 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
             }
         }
         // dV += P^T dO and dK += dS^T Q (k = queries: steps of 16), while dS
-        // goes to shared memory as [key][query] for dQ = dS K.
+        // goes to shared memory as [key][query] for the next tile's dQ.
         unsigned pa[QT / 16][4], da[QT / 16][4];
 #pragma unroll
         for (int kq = 0; kq < QT / 16; ++kq) {
@@ -1547,46 +1598,40 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         }
         fx_wg_pin(dv_acc);
         fx_wg_pin(dk_acc);
+        const unsigned long long gt_desc = fx_wg_desc(gs, QT * 128, 1024), qt_desc = fx_wg_desc(qs, QT * 128, 1024);
         fx_wg_fence();
 #pragma unroll
         for (int kq = 0; kq < QT / 16; ++kq) {
-            fx_wg_rs_n128_mn(dv_acc, pa[kq], fx_wg_desc(gs + kq * 2048, QT * 128, 1024));
-            fx_wg_rs_n128_mn(dk_acc, da[kq], fx_wg_desc(qs + kq * 2048, QT * 128, 1024));
+            fx_wg_rs_n128_mn(dv_acc, pa[kq], gt_desc + kq * 128);
+            fx_wg_rs_n128_mn(dk_acc, da[kq], qt_desc + kq * 128);
         }
         fx_wg_commit();
+        unsigned char* dss = ds_buf + buf * QTILE;
 #pragma unroll
         for (int nb = 0; nb < QT / 8; ++nb) {
             const int chunk = nb, jl = jw + g;
             *reinterpret_cast<unsigned*>(dss + fx_sw128(jl, chunk) + t4 * 4) = da[nb >> 1][(nb & 1) * 2];
             *reinterpret_cast<unsigned*>(dss + fx_sw128(jl + 8, chunk) + t4 * 4) = da[nb >> 1][(nb & 1) * 2 + 1];
         }
+        // The previous tile's dQ is done (dV and dK may still run).
+        fx_wg_wait<1>();
+        fx_wg_pin(dq);
+        if (t > 0) add_dq(dq, prev_row0, prev_i0);
         fx_wg_wait<0>();
         fx_wg_pin(dv_acc);
         fx_wg_pin(dk_acc);
-        fx_proxy_fence();
-        __syncthreads();
-        // dQ (QT x 128) = dS K: this warpgroup's 64 features (a column half of K).
-        {
-            float dq[8][4];
-            fx_wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < KB / 16; ++kk) {
-                fx_wg_ss_n64<1, 1>(dq, fx_wg_desc(dss + kk * 2048, QT * 128, 1024),
-                                   fx_wg_desc(ks + wg * (KB * 128) + kk * 2048, KB * 128, 1024), kk > 0);
-            }
-            fx_wg_commit();
-            fx_wg_wait<0>();
-            fx_wg_pin(dq);
-            const int ia = i0 + warp * 16 + g, ib = ia + 8;
-#pragma unroll
-            for (int nb = 0; nb < 8; ++nb) {
-                const int f = wg * 64 + nb * 8 + t4 * 2;
-                if (ia < n.queries) fx_red_add2(dq_acc + (row0 + ia) * 128 + f, dq[nb][0] * scale, dq[nb][1] * scale);
-                if (ib < n.queries) fx_red_add2(dq_acc + (row0 + ib) * 128 + f, dq[nb][2] * scale, dq[nb][3] * scale);
-            }
-        }
+        prev_row0 = row0;
+        prev_i0 = i0;
         hg = next_hg;
         i0 = next_i0;
+    }
+    if (t > 0) {  // the last tile's dQ
+        fx_proxy_fence();
+        __syncthreads();
+        issue_dq(dq, (t - 1) & 1);
+        fx_wg_wait<0>();
+        fx_wg_pin(dq);
+        add_dq(dq, prev_row0, prev_i0);
     }
     fx_cp_async_wait_all();  // the K and V copies, when no tile ran
     fx_store_key_grads<128>(dk_acc, dv_acc, dk + fx_row(L.dk, b, kvh, 0), dv + fx_row(L.dv, b, kvh, 0), L.dk.r, L.dv.r, ja,
@@ -1598,6 +1643,21 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                          const TC* stats, const TC* delta, const T* dout, TC* dq_acc, T* dk, T* dv, FxAttnDims n,
                          FxAttnLayout L, float scale, double fill) {
     fx_attn_bwd_wg(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, n, L, scale, fill);
+}
+
+// dq = acc rounded to T, for the n = B * H * queries * 128 elements of dQ
+// that attention_bwd_wg_128 accumulated in its tile order (see there); os
+// places the output rows.
+extern "C" __global__ void attention_cast_wg(const TC* acc, T* out, long long n, int queries, int heads, FxRows os) {
+    const long long padded_queries = (queries + FX_WG_BWD_QT - 1) / FX_WG_BWD_QT * FX_WG_BWD_QT;
+    for (long long e = fx_thread_id(); e < n; e += fx_thread_count()) {
+        const long long row = e >> 7, bh = row / queries;
+        const int f = (int)(e & 127), i = (int)(row % queries), h = (int)(bh % heads), b = (int)(bh / heads);
+        const int r = i % FX_WG_BWD_QT, w = (f >> 6) * 4 + (r >> 4), nb = (f >> 3) & 7;
+        const int lane = (r & 7) * 4 + ((f >> 1) & 3), el = (f & 1) + ((r >> 3) & 1) * 2;
+        const long long tile = (bh * padded_queries + (i - r)) * 128;
+        out[fx_row(os, b, h, i) + f] = fx_from_c(acc[tile + ((w * 8 + nb) * 32 + lane) * 4 + el]);
+    }
 }
 
 #endif
