@@ -1297,7 +1297,8 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
         if (wg == 1) barrier(t + 1);
         // Scores in natural-log units (masked, scaled); the tile's row maxima.
         float tmax0 = -inf, tmax1 = -inf;
-        const bool edge = kind >= 2 || j0 + KS > n.keys || (kind == 1 && j0 + KS - 1 > q0 + shift);
+        const bool edge = kind >= 2 || j0 + KS > n.keys;
+        const bool diagonal = kind == 1 && j0 + KS - 1 > q0 + shift;
         if (edge) {
 #pragma unroll
             for (int nb = 0; nb < 16; ++nb) {
@@ -1305,6 +1306,15 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
                 for (int e = 0; e < 4; ++e) {
                     s[nb][e] = fx_attn_edge_score(s[nb][e] * scale, e < 2 ? r0 : r1, j0 + nb * 8 + t4 * 2 + (e & 1), n,
                                                   kind, mask, ms, b, h, shift, fill);
+                }
+            }
+        } else if (diagonal) {  // causal within the keys: row i sees keys up to i + shift (fx_attn_mask)
+#pragma unroll
+            for (int nb = 0; nb < 16; ++nb) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int j = j0 + nb * 8 + t4 * 2 + (e & 1);
+                    s[nb][e] = j <= (e < 2 ? r0 : r1) + shift ? s[nb][e] * scale : fill;
                 }
             }
         } else {
@@ -1546,12 +1556,13 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         fx_wg_wait<1>();
         fx_wg_pin(st);
         fx_wg_pin(dpt);
-        // P^T and dS^T in place of S^T and dP^T: away from the edges a
-        // lean pass (each pair of queries' statistics and deltas read once);
-        // at them, with the mask and the bounds.
-        const bool edge = kind >= 2 || i0 + QT > n.queries || j0 + jw + 16 > n.keys ||
-                          (kind == 1 && j0 + jw + 15 > i0 + shift);
-        if (!edge) {
+        // P^T and dS^T in place of S^T and dP^T: within the bounds and
+        // without a mask tensor, a lean pass (each pair of queries'
+        // statistics and deltas read once; on the causal diagonal, hidden
+        // pairs set to zero); otherwise one score at a time, with the mask.
+        const bool lean = kind <= 1 && i0 + QT <= n.queries && j0 + jw + 16 <= n.keys;
+        const bool diagonal = kind == 1 && j0 + jw + 15 > i0 + shift;
+        if (lean) {
 #pragma unroll
             for (int nb = 0; nb < QT / 8; ++nb) {
                 const int il = nb * 8 + t4 * 2;
@@ -1570,6 +1581,20 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
                 dpt[nb][1] = p1 * (dpt[nb][1] - dl.y);
                 dpt[nb][2] = p2 * (dpt[nb][2] - dl.x);
                 dpt[nb][3] = p3 * (dpt[nb][3] - dl.y);
+                if (diagonal) {
+                    // Query i sees keys up to i + shift; a hidden score is the
+                    // fill (as fx_attn_mask has it) and passes no gradient.
+                    const int last = i0 + il + shift;
+                    const float h0 = fx_ex2((fill - ml.x - ml.y) * LOG2E), h1 = fx_ex2((fill - ml.z - ml.w) * LOG2E);
+                    const bool hidden[4] = {ja > last, ja > last + 1, jb > last, jb > last + 1};
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        if (hidden[e]) {
+                            st[nb][e] = e & 1 ? h1 : h0;
+                            dpt[nb][e] = 0.f;
+                        }
+                    }
+                }
             }
         } else {
 #pragma unroll
