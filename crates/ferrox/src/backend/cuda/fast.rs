@@ -51,13 +51,12 @@ pub(crate) fn kernel_names(family: Family, dtype: Dtype) -> Vec<String> {
                 .iter()
                 .flat_map(|d| [format!("attention_fwd_{d}"), format!("attention_bwd_{d}")])
                 .chain(tensor_core.iter().flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_mma_{d}"))))
-                .chain(
-                    tensor_core
-                        .iter()
-                        .filter(|&&d| d == WG_HEAD_DIM)
-                        .flat_map(|d| ["fwd", "bwd"].map(|k| format!("attention_{k}_wg_{d}")))
-                        .chain(["attention_cast_wg".to_string()]),
-                )
+                .chain(tensor_core.iter().filter(|&&d| d == WG_HEAD_DIM).flat_map(|d| {
+                    ["fwd", "bwd"]
+                        .map(|k| format!("attention_{k}_wg_{d}"))
+                        .into_iter()
+                        .chain(["attention_cast_wg".into()])
+                }))
                 .chain(DECODE_HEAD_DIMS.iter().map(|d| format!("attention_decode_{d}")))
                 .chain(["attention_delta", "attention_cast", "attention_decode_combine"].map(String::from))
                 .collect()
@@ -785,7 +784,16 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
         match kernel {
             BackwardKernel::Warpgroup => {
                 let name = format!("attention_bwd_wg_{WG_HEAD_DIM}");
-                launch_with_shared(Family::Attention, dtype, &name, tensor_grid, (256, 1, 1), WG_BWD_SHARED_BYTES, s, args)?;
+                launch_with_shared(
+                    Family::Attention,
+                    dtype,
+                    &name,
+                    tensor_grid,
+                    (256, 1, 1),
+                    WG_BWD_SHARED_BYTES,
+                    s,
+                    args,
+                )?;
             }
             BackwardKernel::TensorCore => {
                 let name = format!("attention_bwd_mma_{}", n.d);
