@@ -780,42 +780,26 @@ fn attention_backward(s: &Arc<GpuStream>, p: &AttentionParams, inputs: &[Input])
             .arg(p.scale)
             .arg(fill);
         let blocks = heads_extent(kv_blocks)?;
-        let tensor_grid = ((n.keys as usize).div_ceil(MMA_BWD_KEYS) as u32, blocks, 1);
-        match kernel {
-            BackwardKernel::Warpgroup => {
-                let name = format!("attention_bwd_wg_{WG_HEAD_DIM}");
-                launch_with_shared(
-                    Family::Attention,
-                    dtype,
-                    &name,
-                    tensor_grid,
-                    (256, 1, 1),
-                    WG_BWD_SHARED_BYTES,
-                    s,
-                    args,
-                )?;
-            }
-            BackwardKernel::TensorCore => {
-                let name = format!("attention_bwd_mma_{}", n.d);
-                let shared = mma_bwd_shared_bytes(n.d as usize);
-                launch_with_shared(Family::Attention, dtype, &name, tensor_grid, (256, 1, 1), shared, s, args)?;
-            }
-            BackwardKernel::Generic => {
-                let name = format!("attention_bwd_{}", bucket(&n)?);
-                let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, blocks, 1);
-                launch(Family::Attention, dtype, &name, grid, (128, 1, 1), s, args)?;
-            }
+        if kernel == BackwardKernel::Generic {
+            let name = format!("attention_bwd_{}", bucket(&n)?);
+            let grid = ((n.keys as usize).div_ceil(ATTN_ROWS) as u32, blocks, 1);
+            launch(Family::Attention, dtype, &name, grid, (128, 1, 1), s, args)?;
+        } else {
+            let (name, shared) = if warpgroup {
+                (format!("attention_bwd_wg_{WG_HEAD_DIM}"), WG_BWD_SHARED_BYTES)
+            } else {
+                (format!("attention_bwd_mma_{}", n.d), mma_bwd_shared_bytes(n.d as usize))
+            };
+            let grid = ((n.keys as usize).div_ceil(MMA_BWD_KEYS) as u32, blocks, 1);
+            launch_with_shared(Family::Attention, dtype, &name, grid, (256, 1, 1), shared, s, args)?;
         }
     }
-    if warpgroup {
-        cast_warpgroup_dq(s, dtype, &dq_acc, &dq, (n.queries, n.q_heads, layout.dq))?;
-    } else {
-        cast(s, dtype, &dq_acc, &dq, (n.d, n.queries, n.q_heads, layout.dq))?;
-    }
+    let dq_cast = if warpgroup { "attention_cast_wg" } else { "attention_cast" };
+    cast(s, dtype, dq_cast, &dq_acc, &dq, (n.d, n.queries, n.q_heads, layout.dq))?;
     let mut outs = vec![dq, dk, dv];
     if p.sinks {
         let dsinks = CudaStorage::alloc(dtype, n.q_heads as usize, s)?;
-        cast(s, dtype, &dsinks_acc, &dsinks, (n.q_heads, 1, 1, RowStrides::default()))?;
+        cast(s, dtype, "attention_cast", &dsinks_acc, &dsinks, (n.q_heads, 1, 1, RowStrides::default()))?;
         outs.push(dsinks);
     }
     Ok(outs)
@@ -833,31 +817,14 @@ enum BackwardKernel {
     Generic,
 }
 
-/// `out = acc` rounded to `dtype` for a dQ accumulated by
-/// `attention_bwd_wg_128` in its tile order; `rows` = (rows per head,
-/// heads, the output's head-row strides).
-fn cast_warpgroup_dq(
-    s: &Arc<GpuStream>,
-    dtype: Dtype,
-    acc: &CudaStorage,
-    out: &CudaStorage,
-    rows: (i32, i32, RowStrides),
-) -> Result<()> {
-    let n = out.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let (queries, heads, strides) = rows;
-    let args = Args::new().arg(acc.ptr_at(0)).arg(out.ptr_at(0)).arg(n as i64).arg(queries).arg(heads).arg(strides);
-    launch(Family::Attention, dtype, "attention_cast_wg", (grid_for(n, 4)?, 1, 1), (BLOCK, 1, 1), s, args)
-}
-
-/// `out = acc` rounded from the compute type to `dtype`; `acc` holds
-/// contiguous rows, `rows` = (row length, rows per head, heads, the
-/// output's head-row strides) places them.
+/// `out = acc` rounded from the compute type to `dtype` by `kernel`:
+/// `attention_cast` where `acc` holds contiguous rows, `attention_cast_wg`
+/// for the warpgroup backward's dQ tiles; `rows` = (row length, rows per
+/// head, heads, the output's head-row strides) places them.
 fn cast(
     s: &Arc<GpuStream>,
     dtype: Dtype,
+    kernel: &str,
     acc: &CudaStorage,
     out: &CudaStorage,
     rows: (i32, i32, i32, RowStrides),
@@ -869,5 +836,5 @@ fn cast(
     let (d, queries, heads, strides) = rows;
     let args =
         Args::new().arg(acc.ptr_at(0)).arg(out.ptr_at(0)).arg(n as i64).arg(d).arg(queries).arg(heads).arg(strides);
-    launch(Family::Attention, dtype, "attention_cast", (grid_for(n, 4)?, 1, 1), (BLOCK, 1, 1), s, args)
+    launch(Family::Attention, dtype, kernel, (grid_for(n, 4)?, 1, 1), (BLOCK, 1, 1), s, args)
 }

@@ -64,6 +64,10 @@ struct FxAttnAdd {
 
 __device__ __forceinline__ TC fx_attn_inf() { return (TC)fx_inf_f32(); }
 
+// Whether the causal mask hides key j from query i: query i sees keys up to
+// i + shift (shift = keys - queries, aligning the last query with the last key).
+__device__ __forceinline__ bool fx_causal_hidden(int i, int j, int shift) { return j > i + shift; }
+
 // Applies the mask to score s of (b, h, i, j); `hidden` says whether the
 // mask hid it (a hidden score passes no gradient).
 __device__ __forceinline__ TC fx_attn_mask(TC s, int kind, const void* mask, const FxAttnStrides& ms, int b, int h,
@@ -71,7 +75,7 @@ __device__ __forceinline__ TC fx_attn_mask(TC s, int kind, const void* mask, con
     hidden = false;
     if (kind == 0) return s;
     if (kind == 1) {
-        hidden = j > i + shift;
+        hidden = fx_causal_hidden(i, j, shift);
     } else {
         long long at = b * ms.s[0] + h * ms.s[1] + i * ms.s[2] + j * ms.s[3];
         if (kind == 2) {
@@ -1308,13 +1312,13 @@ __device__ __forceinline__ void fx_attn_fwd_wg(const T* q, const T* k, const T* 
                                                   kind, mask, ms, b, h, shift, fill);
                 }
             }
-        } else if (diagonal) {  // causal within the keys: row i sees keys up to i + shift (fx_attn_mask)
+        } else if (diagonal) {  // causal within the keys: hidden scores are the fill, as fx_attn_mask has them
 #pragma unroll
             for (int nb = 0; nb < 16; ++nb) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int j = j0 + nb * 8 + t4 * 2 + (e & 1);
-                    s[nb][e] = j <= (e < 2 ? r0 : r1) + shift ? s[nb][e] * scale : fill;
+                    s[nb][e] = fx_causal_hidden(e < 2 ? r0 : r1, j, shift) ? fill : s[nb][e] * scale;
                 }
             }
         } else {
@@ -1418,6 +1422,12 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 
 // Query rows per tile of attention_bwd_wg_128.
 #define FX_WG_BWD_QT 64
+
+// The rows per head of attention_bwd_wg_128's dQ accumulator: the queries
+// padded to whole tiles.
+__device__ __forceinline__ long long fx_wg_dq_rows(int queries) {
+    return (queries + FX_WG_BWD_QT - 1) / FX_WG_BWD_QT * FX_WG_BWD_QT;
+}
 // K and V [128 keys], two buffers each of q, do and dS [64 queries] (all
 // swizzled tiles), two buffers of the tile's row statistics and deltas
 // (3 x 64 floats), and the alignment slack.
@@ -1466,7 +1476,7 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
     const int kvb = blockIdx.y, b = kvb / n.kv_heads, kvh = kvb % n.kv_heads;
     const int group = n.q_heads / n.kv_heads;
     const int shift = n.keys - n.queries;
-    const long long padded_queries = (n.queries + QT - 1) / QT * QT;  // dq_acc's rows per head
+    const long long dq_rows = fx_wg_dq_rows(n.queries);
     const int j0 = blockIdx.x * KB;
     const int jw = wg * 64 + warp * 16;       // this warp's first key in the block
     const int ja = j0 + jw + g, jb = ja + 8;  // the keys of this thread's accumulator rows
@@ -1522,7 +1532,7 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
     for (; hg < group; ++t) {
         const int buf = t & 1;
         const int h = kvh * group + hg;
-        const long long row0 = ((long long)b * n.q_heads + h) * padded_queries;
+        const long long row0 = ((long long)b * n.q_heads + h) * dq_rows;
         int next_hg = hg, next_i0 = i0 + QT;
         tiles.settle(next_hg, next_i0);
         // This tile lands, and the previous one's dS is whole in shared memory.
@@ -1559,7 +1569,8 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
         // P^T and dS^T in place of S^T and dP^T: within the bounds and
         // without a mask tensor, a lean pass (each pair of queries'
         // statistics and deltas read once; on the causal diagonal, hidden
-        // pairs set to zero); otherwise one score at a time, with the mask.
+        // pairs redone from the fill); otherwise one score at a time, with
+        // the mask.
         const bool lean = kind <= 1 && i0 + QT <= n.queries && j0 + jw + 16 <= n.keys;
         const bool diagonal = kind == 1 && j0 + jw + 15 > i0 + shift;
         if (lean) {
@@ -1582,14 +1593,12 @@ __device__ __forceinline__ void fx_attn_bwd_wg(const T* q, const T* k, const T* 
                 dpt[nb][2] = p2 * (dpt[nb][2] - dl.x);
                 dpt[nb][3] = p3 * (dpt[nb][3] - dl.y);
                 if (diagonal) {
-                    // Query i sees keys up to i + shift; a hidden score is the
-                    // fill (as fx_attn_mask has it) and passes no gradient.
-                    const int last = i0 + il + shift;
+                    // A hidden score is the fill (as fx_attn_mask has it) and
+                    // passes no gradient.
                     const float h0 = fx_ex2((fill - ml.x - ml.y) * LOG2E), h1 = fx_ex2((fill - ml.z - ml.w) * LOG2E);
-                    const bool hidden[4] = {ja > last, ja > last + 1, jb > last, jb > last + 1};
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        if (hidden[e]) {
+                        if (fx_causal_hidden(i0 + il + (e & 1), e < 2 ? ja : jb, shift)) {
                             st[nb][e] = e & 1 ? h1 : h0;
                             dpt[nb][e] = 0.f;
                         }
@@ -1670,17 +1679,17 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     fx_attn_bwd_wg(q, k, v, mask, ms, kind, stats, delta, dout, dq_acc, dk, dv, n, L, scale, fill);
 }
 
-// dq = acc rounded to T, for the n = B * H * queries * 128 elements of dQ
-// that attention_bwd_wg_128 accumulated in its tile order (see there); os
-// places the output rows.
-extern "C" __global__ void attention_cast_wg(const TC* acc, T* out, long long n, int queries, int heads, FxRows os) {
-    const long long padded_queries = (queries + FX_WG_BWD_QT - 1) / FX_WG_BWD_QT * FX_WG_BWD_QT;
+// attention_cast's counterpart (same arguments, d = 128) for the dQ that
+// attention_bwd_wg_128 accumulated in its tile order (see there).
+extern "C" __global__ void attention_cast_wg(const TC* acc, T* out, long long n, int d, int queries, int heads,
+                                             FxRows os) {
+    const long long dq_rows = fx_wg_dq_rows(queries);
     for (long long e = fx_thread_id(); e < n; e += fx_thread_count()) {
-        const long long row = e >> 7, bh = row / queries;
-        const int f = (int)(e & 127), i = (int)(row % queries), h = (int)(bh % heads), b = (int)(bh / heads);
+        const long long row = e / d, bh = row / queries;
+        const int f = (int)(e % d), i = (int)(row % queries), h = (int)(bh % heads), b = (int)(bh / heads);
         const int r = i % FX_WG_BWD_QT, w = (f >> 6) * 4 + (r >> 4), nb = (f >> 3) & 7;
         const int lane = (r & 7) * 4 + ((f >> 1) & 3), el = (f & 1) + ((r >> 3) & 1) * 2;
-        const long long tile = (bh * padded_queries + (i - r)) * 128;
+        const long long tile = (bh * dq_rows + (i - r)) * d;
         out[fx_row(os, b, h, i) + f] = fx_from_c(acc[tile + ((w * 8 + nb) * 32 + lane) * 4 + el]);
     }
 }
