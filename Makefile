@@ -8,7 +8,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO_JOBS ?= 2
 
-.PHONY: test demo build bench fuzz fuzz-parsers rust-test py-test clean
+.PHONY: test demo build bench docs fuzz fuzz-parsers rust-test py-test clean
 
 $(PY): requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -21,12 +21,12 @@ $(PY): requirements-dev.txt
 build: $(PY)
 	VIRTUAL_ENV=$(VENV) CARGO_BUILD_JOBS=$(CARGO_JOBS) $(VENV)/bin/maturin develop --release -q
 
-# NVRTC from the nvidia-cuda-nvrtc wheel lets the tests compile every CUDA
-# kernel without a GPU; FERROX_REQUIRE_NVRTC makes a missing NVRTC a failure.
-NVRTC_LIB = $$($(PY) -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))')
-
+# NVRTC from the venv's nvidia-cuda-nvrtc wheel lets the tests compile every
+# CUDA kernel without a GPU. ferrox finds it the way it finds every CUDA
+# library (in the site-packages of $$VIRTUAL_ENV here; of sys.path in Python),
+# with no LD_LIBRARY_PATH; FERROX_REQUIRE_NVRTC makes a missing NVRTC a failure.
 rust-test: $(PY)
-	LD_LIBRARY_PATH=$(NVRTC_LIB):$$LD_LIBRARY_PATH FERROX_REQUIRE_NVRTC=1 cargo test -j$(CARGO_JOBS) --workspace
+	VIRTUAL_ENV=$(VENV) FERROX_REQUIRE_NVRTC=1 cargo test -j$(CARGO_JOBS) --workspace
 
 py-test: build
 	$(PY) -m pytest python/tests -q
@@ -35,6 +35,12 @@ test: rust-test py-test
 
 demo: build
 	$(PY) examples/char_lm.py
+
+# The HTML API reference (Sphinx autodoc + napoleon over the built module's
+# MLX-style docstrings; docs/api/conf.py writes the module pages): open
+# docs/_build/html/index.html. Warnings are errors.
+docs: build
+	PYTHONPATH=$(CURDIR)/python $(PY) -m sphinx -W --keep-going -q -b html -d docs/_build/doctrees docs/api docs/_build/html
 
 # The long fuzz pass: FUZZ_CALLS random calls with a random seed (the test
 # suite runs a short fixed-seed pass); prints the counts and writes findings

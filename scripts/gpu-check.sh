@@ -9,9 +9,11 @@
 # Then on the GPU machine, from the repository root:
 #   bash scripts/gpu-check.sh [path/to/ferrox-*.whl]
 #
-# Convolutions use cuDNN when libcudnn.so is on the library path (the H200
-# machine has it in /usr/lib/x86_64-linux-gnu); FERROX_CUDNN=0 runs them on
-# ferrox's own kernels instead.
+# No LD_LIBRARY_PATH is set: ferrox finds the driver, NVRTC, cuBLASLt and
+# cuDNN itself (in the nvidia-* wheels beside the machine's PyTorch, which are
+# what `pip install 'ferrox[cuda]'` brings, else /usr/local/cuda), and the
+# script stops when NVRTC or cuBLASLt is missing. `python -m ferrox` prints
+# what was found. FERROX_CUDNN=0 runs convolutions on ferrox's own kernels.
 #
 # To try kernel edits without rebuilding the wheel, point
 # FERROX_KERNEL_SOURCE_DIR at a folder holding edited family sources
@@ -34,7 +36,6 @@ set -uo pipefail
 
 OUT=${OUT:-$PWD/gpu-check-logs}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 export FERROX_KERNEL_CACHE=${FERROX_KERNEL_CACHE:-/tmp/ferrox-kernels}
 
@@ -50,9 +51,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$w
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 
 python3 - <<'PY' | tee "$OUT/device.log"
+import runpy
 import ferrox as fx
-print("ferrox sees a GPU:", fx.cuda.is_available(), fx.cuda.device_name())
+runpy.run_module("ferrox", run_name="__main__")
 assert fx.cuda.is_available(), "ferrox found no GPU"
+libs = fx.cuda.libraries()
+for name in ("nvrtc", "cublaslt"):
+    assert libs[name]["path"], f"{name} is missing: {libs[name]['error']}"
 PY
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 3
 

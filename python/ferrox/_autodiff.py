@@ -132,7 +132,16 @@ def value_and_grad(
     first output (a scalar loss; other outputs are auxiliary) with respect
     to the positional arguments in ``argnums`` (default 0, or none when
     ``argnames`` is given) and the keyword arguments named in ``argnames``.
-    With ``argnames`` the gradient is ``(positional_grads, {name: grad})``."""
+    With ``argnames`` the gradient is ``(positional_grads, {name: grad})``.
+
+    Args:
+        fun (callable): Function of arrays (or trees of arrays) returning a scalar array (or a tuple whose first item is one).
+        argnums (int or list(int), optional): Positional arguments to differentiate; 0 when neither this nor ``argnames`` is given.
+        argnames (str or list(str), optional): Keyword arguments to differentiate.
+
+    Returns:
+        callable: A function returning ``(value, gradients)``.
+    """
     names = _argnames(argnames, "value_and_grad")
 
     def wrapper(*args, **kwargs):
@@ -214,7 +223,16 @@ def grad(
 ) -> Callable:
     """Returns a function computing the gradient of ``fun``'s scalar output
     with respect to the arguments in ``argnums`` (default 0) and the keyword
-    arguments named in ``argnames`` (see ``value_and_grad``)."""
+    arguments named in ``argnames`` (see ``value_and_grad``).
+
+    Args:
+        fun (callable): Function of arrays (or trees of arrays) returning a scalar array.
+        argnums (int or list(int), optional): Positional arguments to differentiate; 0 when neither this nor ``argnames`` is given.
+        argnames (str or list(str), optional): Keyword arguments to differentiate.
+
+    Returns:
+        callable: A function returning the gradients of ``fun``.
+    """
     vg = value_and_grad(fun, argnums, argnames)
 
     def wrapper(*args, **kwargs):
@@ -233,7 +251,16 @@ def _as_output_list(out: Any, what: str) -> List[array]:
 
 def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[List[array], List[array]]:
     """Outputs of ``fun(*primals)`` and the vector-Jacobian products of
-    ``cotangents`` (one per output) with respect to each primal."""
+    ``cotangents`` (one per output) with respect to each primal.
+
+    Args:
+        fun (callable): Function of arrays returning an array or a list of arrays.
+        primals (list(array)): Where to evaluate ``fun``.
+        cotangents (list(array)): One cotangent per output of ``fun``.
+
+    Returns:
+        tuple(list(array), list(array)): The outputs of ``fun`` and the vector-Jacobian products.
+    """
     primals, cotangents = list(primals), list(cotangents)
     outs, grads = _core._vjp(lambda xs: _as_output_list(fun(*xs), "vjp"), primals, cotangents)
     return list(outs), list(grads)
@@ -241,7 +268,16 @@ def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[L
 
 def jvp(fun: Callable, primals: List[array], tangents: List[array]) -> Tuple[List[array], List[array]]:
     """Outputs of ``fun(*primals)`` and the Jacobian-vector products of
-    ``tangents`` (one per primal) for each output."""
+    ``tangents`` (one per primal) for each output.
+
+    Args:
+        fun (callable): Function of arrays returning an array or a list of arrays.
+        primals (list(array)): Where to evaluate ``fun``.
+        tangents (list(array)): One tangent per argument of ``fun``.
+
+    Returns:
+        tuple(list(array), list(array)): The outputs of ``fun`` and the Jacobian-vector products.
+    """
     primals, tangents = list(primals), list(tangents)
     outs, tans = _core._jvp(lambda xs: _as_output_list(fun(*xs), "jvp"), primals, tangents)
     return list(outs), list(tans)
@@ -262,7 +298,16 @@ def _leaf_axes(axes: Any, tree: Any, what: str) -> List[Any]:
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     """Returns ``fun`` vectorized over the batch axes ``in_axes`` of its
     arguments (an int or None for all, or one entry per argument, possibly
-    nested like the argument); outputs are stacked along ``out_axes``."""
+    nested like the argument); outputs are stacked along ``out_axes``.
+
+    Args:
+        fun (callable): Function to vectorize.
+        in_axes (int or tree, optional): Axis of each input to map over (None: not mapped). Default: ``0``.
+        out_axes (int or tree, optional): Axis of each output the mapped axis goes to. Default: ``0``.
+
+    Returns:
+        callable: The vectorized function.
+    """
 
     def wrapper(*args):
         if isinstance(in_axes, (list, tuple)):
@@ -315,6 +360,9 @@ class custom_function:
         @f.vjp
         def f_vjp(primals, cotangent, output):
             return (cotangent * output,)
+
+    Args:
+        fun (callable): The function whose transforms the rules define.
     """
 
     def __init__(self, fun: Callable):
@@ -324,17 +372,38 @@ class custom_function:
         self.__name__ = getattr(fun, "__name__", "custom_function")
 
     def vjp(self, rule: Callable) -> Callable:
-        """Sets ``rule(primals, cotangents, outputs) -> cotangent per primal``."""
+        """Sets ``rule(primals, cotangents, outputs) -> cotangent per primal``.
+
+        Args:
+            rule (callable): ``rule(primals, cotangents, outputs)`` returning the vector-Jacobian products.
+
+        Returns:
+            callable: ``rule`` (usable as a decorator).
+        """
         self._vjp = rule
         return rule
 
     def jvp(self, rule: Callable) -> Callable:
-        """Sets ``rule(primals, tangents) -> output tangents``."""
+        """Sets ``rule(primals, tangents) -> output tangents``.
+
+        Args:
+            rule (callable): ``rule(primals, tangents)`` returning the Jacobian-vector products.
+
+        Returns:
+            callable: ``rule`` (usable as a decorator).
+        """
         self._jvp = rule
         return rule
 
     def vmap(self, rule: Callable) -> Callable:
-        """Sets ``rule(inputs, axes) -> (outputs, output axes)``."""
+        """Sets ``rule(inputs, axes) -> (outputs, output axes)``.
+
+        Args:
+            rule (callable): ``rule(inputs, axes)`` returning the outputs and their batch axes.
+
+        Returns:
+            callable: ``rule`` (usable as a decorator).
+        """
         self._vmap = rule
         return rule
 
@@ -381,7 +450,14 @@ class custom_function:
 
 def checkpoint(fun: Callable) -> Callable:
     """``fun`` whose intermediate results are recomputed in the backward pass
-    instead of being kept alive until then."""
+    instead of being kept alive until then.
+
+    Args:
+        fun (callable): Function of arrays.
+
+    Returns:
+        callable: ``fun``, recomputing its intermediates in the backward pass instead of storing them.
+    """
     single = []
 
     def forward(xs):

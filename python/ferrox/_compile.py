@@ -34,7 +34,11 @@ def async_eval(*args: Any) -> None:
     """Starts evaluating the arrays in ``args`` (any nesting of lists,
     tuples and dicts), as MLX's ``async_eval``, and returns without waiting:
     CPU work runs on a worker thread and GPU work is queued on its streams.
-    Reading a result, ``eval`` and ``synchronize`` wait for it."""
+    Reading a result, ``eval`` and ``synchronize`` wait for it.
+
+    Args:
+        *args (array or tree of arrays): The arrays to evaluate.
+    """
     _core.async_eval(*args)
 
 
@@ -265,6 +269,9 @@ def compile(
         shapeless: reuse one trace for inputs of any shape with the traced
             numbers of dimensions (functions whose graph depends on the
             shapes raise when traced).
+
+    Returns:
+        callable: The compiled function (or, with ``fun`` None, a decorator making one).
     """
     if fun is None:
         return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless)

@@ -81,6 +81,14 @@ def export_function(
     arrays. With ``shapeless=True`` the imported function accepts inputs of
     other shapes (same dtypes and numbers of dimensions) where its graph
     allows. ``metadata`` (a string) is stored alongside, for files only.
+
+    Args:
+        file_or_callback (str or PathLike or callable): File to write, or a callback receiving the traced graph.
+        fun (callable): Function of arrays to export.
+        *args: Example positional arguments (arrays) to trace with.
+        shapeless (bool, optional): Allow calls with other shapes.
+        metadata (str, optional): Text stored with the function.
+        **kwargs: Example keyword arguments (arrays) to trace with.
     """
     a, k = _inputs(args, kwargs, "[export_function]")
     if callable(file_or_callback) and not isinstance(file_or_callback, (str, os.PathLike)):
@@ -102,7 +110,14 @@ def export_function(
 
 class FunctionExporter:
     """Exports several traces of one function to one file; constants shared
-    by the traces are stored once. Make one with :func:`exporter`."""
+    by the traces are stored once. Make one with :func:`exporter`.
+
+    Args:
+        file (str or PathLike): File to write.
+        fun (callable): Function of arrays to export.
+        shapeless (bool): Allow calls with other shapes.
+        metadata (str or None): Text stored with the function.
+    """
 
     def __init__(self, file, fun, shapeless, metadata):
         self._core = _core._Exporter(_path(file, "exporter"), _flat_outputs(fun), shapeless, metadata or "")
@@ -128,7 +143,17 @@ class FunctionExporter:
 def exporter(
     file: Union[str, os.PathLike], fun: Callable, *, shapeless: bool = False, metadata: Optional[str] = None
 ) -> "FunctionExporter":
-    """A context manager that exports several traces of ``fun`` to ``file``."""
+    """A context manager that exports several traces of ``fun`` to ``file``.
+
+    Args:
+        file (str or PathLike): File to write.
+        fun (callable): Function of arrays to export.
+        shapeless (bool, optional): Allow calls with other shapes.
+        metadata (str, optional): Text stored with the function.
+
+    Returns:
+        FunctionExporter: Call it with example arguments to add a trace; close it (or leave its ``with`` block) to write the file.
+    """
     return FunctionExporter(file, fun, shapeless, metadata)
 
 
@@ -140,6 +165,13 @@ def import_function(
     The imported function takes the arguments in the forms
     :func:`export_function` accepts and always returns a tuple of arrays.
     With ``return_metadata=True`` returns ``(function, metadata)``.
+
+    Args:
+        file (str or PathLike): File written by ``export_function``.
+        return_metadata (bool, optional): Also return the stored metadata.
+
+    Returns:
+        callable or tuple(callable, str): The imported function (and its metadata).
     """
     imported = _core._import_function(_path(file, "import_function"))
 
@@ -156,7 +188,13 @@ def import_function(
 def export_to_dot(file, *args, **kwargs) -> None:
     """Write the graph behind the arrays ``args`` (and ``kwargs``, whose keys
     name their arrays) to ``file`` (a path or a writable text file) in
-    Graphviz's DOT language."""
+    Graphviz's DOT language.
+
+    Args:
+        file (str or PathLike or file object): Where to write the Graphviz text.
+        *args: Arrays whose graphs to draw.
+        **kwargs: Arrays to draw, labeled with their names.
+    """
     outputs, stack, seen = [], [kwargs, list(args)], set()
     while stack:  # depth-first, without recursion (trees may be deep)
         tree = stack.pop()

@@ -49,6 +49,15 @@ def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Callable] = 
     .. code-block:: python
 
         model.update(tree_map(lambda x: x * x, model.parameters()))
+
+    Args:
+        fn (callable): Function applied to the leaves (of ``tree`` and the matching ones of ``rest``).
+        tree (Any): A tree of lists, tuples and dicts.
+        *rest (Any): Trees with ``tree``'s structure whose leaves are passed too.
+        is_leaf (callable, optional): Marks subtrees to treat as leaves.
+
+    Returns:
+        Any: A tree of ``tree``'s structure holding ``fn``'s results.
     """
     if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
         return fn(tree, *rest)
@@ -67,7 +76,18 @@ def tree_map_with_path(
 ) -> Any:
     """As :func:`tree_map`, but ``fn`` receives the dot-separated path of each
     leaf first (``"model.0.w"``), prefixed with ``path`` when given; a tree
-    that is itself a leaf gets ``path`` (``None`` by default)."""
+    that is itself a leaf gets ``path`` (``None`` by default).
+
+    Args:
+        fn (callable): Function applied to each path and the leaves.
+        tree (Any): A tree of lists, tuples and dicts.
+        *rest (Any): Trees with ``tree``'s structure whose leaves are passed too.
+        is_leaf (callable, optional): Marks subtrees to treat as leaves.
+        path (str, optional): Prefix of the paths.
+
+    Returns:
+        Any: A tree of ``tree``'s structure holding ``fn``'s results.
+    """
     if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
         return fn(path, tree, *rest)
     prefix = f"{path}." if path else ""
@@ -99,6 +119,15 @@ def tree_flatten(
         tree_flatten([[[0]]])                          # [("0.0.0", 0)]
         tree_flatten([[[0]]], prefix=".hello")         # [("hello.0.0.0", 0)]
         tree_flatten({"a": {"b": 1}}, destination={})  # {"a.b": 1}
+
+    Args:
+        tree (Any): A tree of lists, tuples and dicts.
+        prefix (str, optional): Prefix of the keys.
+        is_leaf (callable, optional): Marks subtrees to treat as leaves.
+        destination (list or dict, optional): Where to put the pairs.
+
+    Returns:
+        list(tuple(str, Any)) or dict: The ``(path, leaf)`` pairs, paths dot-separated.
     """
     if destination is None:
         destination = []
@@ -125,6 +154,12 @@ def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
     .. code-block:: python
 
         tree_unflatten([("hello.world", 42)])  # {"hello": {"world": 42}}
+
+    Args:
+        tree (list or dict): ``(path, leaf)`` pairs as ``tree_flatten`` makes them.
+
+    Returns:
+        Any: The tree.
     """
     items = list(tree.items()) if isinstance(tree, dict) else list(tree)
     if len(items) == 1 and items[0][0] == "":
@@ -156,6 +191,15 @@ def tree_reduce(fn: Callable, tree: Any, initializer: Any = None, is_leaf: Optio
     .. code-block:: python
 
         tree_reduce(lambda acc, x: acc + x, {"a": [1, 2, 3], "b": [4, 5]}, 0)  # 15
+
+    Args:
+        fn (callable): ``fn(accumulator, leaf)``.
+        tree (Any): A tree of lists, tuples and dicts.
+        initializer (Any, optional): First accumulator (the first leaf when None).
+        is_leaf (callable, optional): Marks subtrees to treat as leaves.
+
+    Returns:
+        Any: The accumulated value.
     """
     if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
         return tree if initializer is None else fn(initializer, tree)
@@ -169,7 +213,16 @@ def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Optional[Callable] = None) ->
     """Merges two trees into one holding the values of both (a deep
     ``dict.update``). Empty containers and ``None`` count as empty subtrees;
     where both trees have a leaf at the same place, ``merge_fn(a, b)`` gives
-    the value, and without ``merge_fn`` that is a ValueError."""
+    the value, and without ``merge_fn`` that is a ValueError.
+
+    Args:
+        tree_a (Any): First tree.
+        tree_b (Any): Second tree.
+        merge_fn (callable, optional): Combines two leaves at the same place (an error when both exist and it is None).
+
+    Returns:
+        Any: The merged tree.
+    """
     empty_a = _is_node(tree_a) and len(tree_a) == 0
     empty_b = _is_node(tree_b) and len(tree_b) == 0
     if empty_a and empty_b:

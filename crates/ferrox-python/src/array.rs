@@ -13,11 +13,17 @@ use ferrox_python_macros::guarded;
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use pyo3::types::{PyEllipsis, PyList, PyModule, PySlice, PyTuple};
 use std::ffi::{c_int, c_void, CString};
 use std::sync::Arc;
 
 /// An N-dimensional array, evaluated lazily.
+///
+/// Args:
+///     val (array or scalar or list or buffer): The values: an array, a Python
+///         scalar, nested lists or tuples, or an object with the buffer protocol
+///         (a NumPy array).
+///     dtype (Dtype, optional): Dtype of the array; inferred from ``val`` when None.
 #[pyclass(name = "array", module = "ferrox", sequence)]
 pub struct PyArray {
     /// The wrapped graph handle.
@@ -215,31 +221,67 @@ impl PyArrayAtIndex {
 #[pymethods]
 impl PyArrayAtIndex {
     /// The array with `value` added at the index (repeats accumulate).
+    ///
+    /// Args:
+    ///     value (array): The value.
+    ///
+    /// Returns:
+    ///     array: The result array.
     fn add(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
         self.update(value, ScatterOp::Sum, |v| Ok(v.clone()), ops::add)
     }
 
     /// The array with `value` subtracted at the index (repeats accumulate).
+    ///
+    /// Args:
+    ///     value (array): The value.
+    ///
+    /// Returns:
+    ///     array: The result array.
     fn subtract(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
         self.update(value, ScatterOp::Sum, ops::negative, ops::subtract)
     }
 
     /// The array multiplied by `value` at the index (repeats accumulate).
+    ///
+    /// Args:
+    ///     value (array): The value.
+    ///
+    /// Returns:
+    ///     array: The result array.
     fn multiply(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
         self.update(value, ScatterOp::Prod, |v| Ok(v.clone()), ops::multiply)
     }
 
     /// The array divided by `value` at the index (repeats accumulate).
+    ///
+    /// Args:
+    ///     value (array): The value.
+    ///
+    /// Returns:
+    ///     array: The result array.
     fn divide(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
         self.update(value, ScatterOp::Prod, ops::reciprocal, ops::divide)
     }
 
     /// The array with the larger of it and `value` at the index.
+    ///
+    /// Args:
+    ///     value (array): The value.
+    ///
+    /// Returns:
+    ///     array: The result array.
     fn maximum(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
         self.update(value, ScatterOp::Max, |v| Ok(v.clone()), ops::maximum)
     }
 
     /// The array with the smaller of it and `value` at the index.
+    ///
+    /// Args:
+    ///     value (array): The value.
+    ///
+    /// Returns:
+    ///     array: The result array.
     fn minimum(&self, value: &Bound<'_, PyAny>) -> PyResult<PyArray> {
         self.update(value, ScatterOp::Min, |v| Ok(v.clone()), ops::minimum)
     }
@@ -375,12 +417,18 @@ impl PyArray {
     }
 
     /// The value of a one-element array as a Python scalar.
+    ///
+    /// Returns:
+    ///     Any: The result.
     fn item(&self, py: Python<'_>) -> PyResult<PyObject> {
         let s = py.allow_threads(|| self.inner.item_scalar()).py()?;
         scalar_to_py(py, s)
     }
 
     /// The array as nested Python lists (a scalar for 0-d arrays).
+    ///
+    /// Returns:
+    ///     Any: The result.
     fn tolist(&self, py: Python<'_>) -> PyResult<PyObject> {
         check_list_fits(self.inner.shape())?;
         let vals = py.allow_threads(|| self.inner.to_scalars()).py()?;
@@ -388,6 +436,12 @@ impl PyArray {
     }
 
     /// A copy converted to `dtype`.
+    ///
+    /// Args:
+    ///     dtype (Dtype): Data type of the result.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (dtype, stream = None))]
     fn astype(&self, dtype: PyDtype, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         let out = crate::device::on_stream(stream, || ops::astype(&self.inner, dtype.0))?;
@@ -395,6 +449,12 @@ impl PyArray {
     }
 
     /// The array with a new shape: `a.reshape(2, 3)` or `a.reshape((2, 3))`.
+    ///
+    /// Args:
+    ///     *shape (int or list(int)): New shape; one entry may be -1.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (*shape, stream = None))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         let shape = args::signed_shape_varargs("reshape", shape)?;
@@ -402,6 +462,12 @@ impl PyArray {
     }
 
     /// The array with permuted axes: `a.transpose(1, 0)` or `a.transpose((1, 0))`.
+    ///
+    /// Args:
+    ///     *axes (int or list(int)): The axes.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (*axes, stream = None))]
     fn transpose(&self, axes: &Bound<'_, PyTuple>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         let axes = if axes.is_empty() { None } else { Some(args::signed_shape_varargs("transpose", axes)?) };
@@ -409,18 +475,38 @@ impl PyArray {
     }
 
     /// Swaps two axes.
+    ///
+    /// Args:
+    ///     axis1 (int): First axis.
+    ///     axis2 (int): Second axis.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (axis1, axis2, *, stream = None))]
     fn swapaxes(&self, axis1: isize, axis2: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::swapaxes(a, axis1, axis2))
     }
 
     /// Merges axes `start_axis..=end_axis`.
+    ///
+    /// Args:
+    ///     start_axis (int, optional): First axis to flatten.
+    ///     end_axis (int, optional): Last axis to flatten.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (start_axis = 0, end_axis = -1, *, stream = None))]
     fn flatten(&self, start_axis: isize, end_axis: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::flatten(a, start_axis, end_axis))
     }
 
     /// Removes extent-1 axes.
+    ///
+    /// Args:
+    ///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (axis = None, *, stream = None))]
     fn squeeze(&self, axis: Option<&Bound<'_, PyAny>>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         let axes = args::axes("squeeze", axis)?;
@@ -428,12 +514,26 @@ impl PyArray {
     }
 
     /// Index of the largest element along `axis`.
+    ///
+    /// Args:
+    ///     axis (int, optional): Axis to operate along; None means the flattened array.
+    ///     keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn argmax(&self, axis: Option<isize>, keepdims: bool, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::argmax(a, axis, keepdims))
     }
 
     /// Index of the smallest element along `axis`.
+    ///
+    /// Args:
+    ///     axis (int, optional): Axis to operate along; None means the flattened array.
+    ///     keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
     fn argmin(&self, axis: Option<isize>, keepdims: bool, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::argmin(a, axis, keepdims))
@@ -545,6 +645,95 @@ impl PyArray {
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         py.allow_threads(|| repr(&self.inner)).py()
+    }
+
+    fn __complex__(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let (re, im) = match py.allow_threads(|| self.inner.item_scalar()).py()? {
+            Scalar::Complex(re, im) => (re as f64, im as f64),
+            other => (other.as_f64(), 0.0),
+        };
+        Ok(pyo3::types::PyComplex::from_doubles(py, re, im).into_any().unbind())
+    }
+
+    /// `format(a, spec)`: a 0-d array formats as its Python scalar (so
+    /// `f"{a:.3f}"` works, as in NumPy and MLX); other arrays take only an
+    /// empty spec, which gives their repr.
+    fn __format__(&self, py: Python<'_>, spec: &str) -> PyResult<String> {
+        if self.inner.ndim() == 0 {
+            let item = self.item(py)?;
+            return item.bind(py).call_method1("__format__", (spec,))?.extract();
+        }
+        if !spec.is_empty() {
+            return Err(PyTypeError::new_err("unsupported format string passed to ferrox.array.__format__"));
+        }
+        self.__repr__(py)
+    }
+
+    /// Returns an object that has all the array API functions on it: the
+    /// ``ferrox`` module.
+    ///
+    /// Args:
+    ///     api_version (str, optional): The version of the array API
+    ///       standard to return; only ``None`` is accepted.
+    ///
+    /// Returns:
+    ///     module: The ``ferrox`` module.
+    #[pyo3(signature = (api_version = None))]
+    fn __array_namespace__<'py>(&self, py: Python<'py>, api_version: Option<&str>) -> PyResult<Bound<'py, PyModule>> {
+        if let Some(v) = api_version {
+            return Err(PyValueError::new_err(format!(
+                "[__array_namespace__] Explicitly specifying api_version ({v:?}) is not supported."
+            )));
+        }
+        py.import("ferrox")
+    }
+
+    /// A new array object holding the same (immutable) data, as MLX's
+    /// `copy.copy`.
+    fn __copy__(&self) -> PyArray {
+        PyArray::wrap(self.inner.clone())
+    }
+
+    /// A new array object holding the same (immutable) data, as MLX's
+    /// `copy.deepcopy`: updates through `a[...] = v` never reach a copy.
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyArray {
+        PyArray::wrap(self.inner.clone())
+    }
+
+    /// The pickled state: the elements' row-major little-endian bytes, the
+    /// shape and the dtype's name (every dtype, bfloat16 and complex64
+    /// included; an array on the GPU is read back to the host).
+    fn __getstate__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let host = py.allow_threads(|| self.inner.to_host()).py()?;
+        let bytes = pyo3::types::PyBytes::new(py, &host.bytes()[..self.inner.nbytes()]);
+        let shape = PyTuple::new(py, self.inner.shape())?;
+        PyTuple::new(py, [bytes.into_any(), shape.into_any(), self.inner.dtype().name().into_pyobject(py)?.into_any()])
+    }
+
+    /// Restores a pickled state (see `__getstate__`); the array is
+    /// evaluated and on the host.
+    fn __setstate__(&mut self, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bad = || PyValueError::new_err("[array.__setstate__] Invalid pickle state: expected (bytes, shape, dtype name).");
+        let state = state.downcast::<PyTuple>().map_err(|_| bad())?;
+        if state.len() != 3 {
+            return Err(bad());
+        }
+        let bytes = state.get_item(0)?;
+        let bytes = bytes.downcast::<pyo3::types::PyBytes>().map_err(|_| bad())?;
+        let shape: Vec<usize> = state.get_item(1)?.extract().map_err(|_| bad())?;
+        let dtype: String = state.get_item(2)?.extract().map_err(|_| bad())?;
+        let dtype = Dtype::from_name(&dtype).ok_or_else(bad)?;
+        self.inner = Array::from_bytes(bytes.as_bytes(), dtype, &shape).py()?;
+        Ok(())
+    }
+
+    /// Pickling support: rebuilds the array with `ferrox.array` and
+    /// `__setstate__`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let state = slf.borrow().__getstate__(py)?;
+        let args = PyTuple::new(py, [0])?;
+        PyTuple::new(py, [slf.get_type().into_any(), args.into_any(), state.into_any()])
     }
 
     /// NumPy's conversion hook: the buffer-protocol export as an ndarray

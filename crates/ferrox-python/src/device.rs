@@ -36,6 +36,10 @@ impl PyDeviceType {
 }
 
 /// A device: a type and an index.
+///
+/// Args:
+///     type (DeviceType): ``ferrox.cpu`` or ``ferrox.gpu``.
+///     index (int, optional): Index of the device among those of its type. Default: ``0``.
 #[pyclass(name = "Device", module = "ferrox", eq, frozen, hash)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDevice(pub Device);
@@ -158,6 +162,9 @@ pub fn on_stream<R>(stream: Option<&Bound<'_, PyAny>>, f: impl FnOnce() -> R) ->
 }
 
 /// The device ops run on by default.
+///
+/// Returns:
+///     Device: The result.
 #[guarded]
 #[pyfunction]
 fn default_device() -> PyDevice {
@@ -165,6 +172,9 @@ fn default_device() -> PyDevice {
 }
 
 /// Sets the default device (a Device or DeviceType).
+///
+/// Args:
+///     device (Device): The new default device.
 #[guarded]
 #[pyfunction]
 fn set_default_device(device: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -172,6 +182,12 @@ fn set_default_device(device: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// The default stream of a device.
+///
+/// Args:
+///     device (Device): The device.
+///
+/// Returns:
+///     Stream: The result.
 #[guarded]
 #[pyfunction]
 fn default_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
@@ -179,6 +195,12 @@ fn default_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
 }
 
 /// Creates a new stream on a device.
+///
+/// Args:
+///     device (Device): The device of the stream.
+///
+/// Returns:
+///     Stream: The result.
 #[guarded]
 #[pyfunction]
 fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
@@ -186,6 +208,12 @@ fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
 }
 
 /// A stream that is a distinct stream in each thread using it.
+///
+/// Args:
+///     device (Device): The device.
+///
+/// Returns:
+///     ThreadLocalStream: The result.
 #[guarded]
 #[pyfunction]
 fn new_thread_local_stream(device: &Bound<'_, PyAny>) -> PyResult<PyThreadLocalStream> {
@@ -198,6 +226,12 @@ fn new_thread_local_stream(device: &Bound<'_, PyAny>) -> PyResult<PyThreadLocalS
 }
 
 /// A new stream that any thread may use (every ferrox stream may).
+///
+/// Args:
+///     device (Device): The device.
+///
+/// Returns:
+///     Stream: The result.
 #[guarded]
 #[pyfunction]
 fn new_thread_unsafe_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
@@ -228,6 +262,12 @@ fn synchronize(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()
 }
 
 /// Whether a device (or the first device of a type) exists on this machine.
+///
+/// Args:
+///     device (Device): The device.
+///
+/// Returns:
+///     bool: The result.
 #[guarded]
 #[pyfunction]
 fn is_available(device: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -235,6 +275,12 @@ fn is_available(device: &Bound<'_, PyAny>) -> PyResult<bool> {
 }
 
 /// The number of devices of a type on this machine.
+///
+/// Args:
+///     device_type (DeviceType): The device type to count.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn device_count(device_type: PyDeviceType) -> usize {
@@ -273,6 +319,12 @@ impl PyStreamContext {
 
 /// A context manager for a stream, device or device type: ops built inside
 /// its `with` block run there.
+///
+/// Args:
+///     s (Stream or Device): The stream, or a device whose default stream to use.
+///
+/// Returns:
+///     StreamContext: The result.
 #[guarded]
 #[pyfunction]
 fn stream(s: &Bound<'_, PyAny>) -> PyResult<PyStreamContext> {
@@ -280,6 +332,9 @@ fn stream(s: &Bound<'_, PyAny>) -> PyResult<PyStreamContext> {
 }
 
 /// Whether a CUDA GPU can be used (false on machines without one).
+///
+/// Returns:
+///     bool: The result.
 #[guarded]
 #[pyfunction]
 fn cuda_is_available() -> bool {
@@ -287,6 +342,9 @@ fn cuda_is_available() -> bool {
 }
 
 /// The GPU's name, or None without a GPU.
+///
+/// Returns:
+///     str, optional: The result.
 #[guarded]
 #[pyfunction]
 fn cuda_device_name() -> Option<String> {
@@ -297,8 +355,46 @@ fn cuda_device_name() -> Option<String> {
     name
 }
 
+/// Each CUDA library ferrox uses, opened if it was not yet: a dict from its
+/// short name (`driver`, `nvrtc`, `cublaslt`, `cudnn`, `cufft`, `cusolver`,
+/// `nccl`) to a dict with `path` (the file it was loaded from, or None),
+/// `version` (or None) and `error` (why it is missing, or None).
+///
+/// Returns:
+///     dict(str, Any): The result.
+#[guarded]
+#[pyfunction]
+fn cuda_libraries(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let out = pyo3::types::PyDict::new(py);
+    #[cfg(feature = "cuda")]
+    for status in ferrox::backend::cuda::libraries::report() {
+        let entry = pyo3::types::PyDict::new(py);
+        entry.set_item("path", status.path.map(|p| p.to_string_lossy().into_owned()))?;
+        entry.set_item("version", status.version)?;
+        entry.set_item("error", status.error)?;
+        out.set_item(status.library.name(), entry)?;
+    }
+    Ok(out)
+}
+
+/// Hands the interpreter's import path (`sys.path`) to the CUDA library
+/// search, so that libraries in `nvidia-*` wheels are found.
+#[cfg(feature = "cuda")]
+fn register_python_paths(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let path: Vec<String> = m.py().import("sys")?.getattr("path")?.extract().unwrap_or_default();
+    let paths = path.into_iter().filter(|p| !p.is_empty()).map(std::path::PathBuf::from).collect();
+    ferrox::backend::cuda::libraries::set_python_paths(paths);
+    Ok(())
+}
+
 /// Lets float32 matrix products on the GPU use TF32 tensor cores; returns
 /// the previous setting.
+///
+/// Args:
+///     allow (bool): Whether float32 matrix products may use TF32.
+///
+/// Returns:
+///     bool: The result.
 #[guarded]
 #[pyfunction]
 fn cuda_set_allow_tf32(allow: bool) -> bool {
@@ -314,6 +410,12 @@ fn cuda_set_allow_tf32(allow: bool) -> bool {
 
 /// Properties of a device (default: the default device): `device_name`,
 /// `architecture`, and `total_memory` with its alias `memory_size`, in bytes.
+///
+/// Args:
+///     d (Device, optional): The device (the default device when None).
+///
+/// Returns:
+///     dict(str, Any): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (d = None))]
@@ -332,6 +434,9 @@ fn device_info<'py>(py: Python<'py>, d: Option<&Bound<'py, PyAny>>) -> PyResult<
 }
 
 /// Number of buffers moved between devices since the process started.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn transfer_count() -> usize {
@@ -363,6 +468,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_set_allow_tf32, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_libraries, m)?)?;
+    #[cfg(feature = "cuda")]
+    register_python_paths(m)?;
     m.add_function(wrap_pyfunction!(transfer_count, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     Ok(())

@@ -407,6 +407,13 @@ fn shares_foreign_host_memory(a: &Array) -> PyResult<bool> {
 /// `copy=True`. Host memory that cannot be shared (misaligned, or bool
 /// bytes other than 0/1) is copied when `copy=None`; `copy=False` then
 /// raises BufferError, as the array API asks.
+///
+/// Args:
+///     x (array): Input array.
+///     copy (bool, optional): Whether to copy.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, /, *, copy = None))]

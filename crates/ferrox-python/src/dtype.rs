@@ -37,6 +37,13 @@ impl PyDtypeCategory {
 }
 
 /// Whether a dtype (or category) belongs to a category (or equals a dtype).
+///
+/// Args:
+///     a (Dtype or DtypeCategory): Input array.
+///     b (Dtype or DtypeCategory): Input array.
+///
+/// Returns:
+///     bool: The result.
 #[guarded]
 #[pyfunction]
 pub fn issubdtype(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -76,6 +83,9 @@ fn format_g(v: f64) -> String {
 
 /// Machine limits of a floating dtype (`ferrox.finfo(ferrox.float16)`);
 /// complex64 is described by its float32 parts.
+///
+/// Args:
+///     dtype (Dtype): A floating or complex dtype.
 #[pyclass(name = "finfo", module = "ferrox", frozen)]
 pub struct PyFinfo {
     /// The lowest finite value.
@@ -122,6 +132,9 @@ impl PyFinfo {
 }
 
 /// The limits of an integer dtype (`ferrox.iinfo(ferrox.int8)`).
+///
+/// Args:
+///     dtype (Dtype): An integer dtype.
 #[pyclass(name = "iinfo", module = "ferrox", frozen)]
 pub struct PyIinfo {
     /// The lowest value.
@@ -167,6 +180,13 @@ fn dtype_of(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Dtype> {
 
 /// Whether `from_` (an array or dtype) converts to `to` under MLX's
 /// promotion rules.
+///
+/// Args:
+///     from_ (Dtype or array): Source dtype, or an array whose dtype to use.
+///     to (Dtype): Target dtype.
+///
+/// Returns:
+///     bool: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (from_, to))]
@@ -175,6 +195,12 @@ fn can_cast(from_: &Bound<'_, PyAny>, to: PyDtype) -> PyResult<bool> {
 }
 
 /// The dtype the arrays and dtypes promote to together.
+///
+/// Args:
+///     *arrays_and_dtypes (Dtype or array): Arrays and dtypes to promote together.
+///
+/// Returns:
+///     Dtype: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*arrays_and_dtypes))]
@@ -195,6 +221,13 @@ fn result_type(arrays_and_dtypes: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<
 /// Whether `dtype` is of `kind`: a dtype (equality), a category, an
 /// array-API kind name (`"integral"`, `"real floating"`, ...) or a tuple
 /// of those (any matches).
+///
+/// Args:
+///     dtype (Dtype): Data type of the result.
+///     kind (Dtype or DtypeCategory or str): A dtype, a category, or a kind name such as ``'integral'``.
+///
+/// Returns:
+///     bool: The result.
 #[guarded]
 #[pyfunction]
 fn isdtype(dtype: PyDtype, kind: &Bound<'_, PyAny>) -> PyResult<bool> {

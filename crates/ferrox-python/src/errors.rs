@@ -5,7 +5,10 @@ use pyo3::exceptions::{
     PyFileExistsError, PyFileNotFoundError, PyIndexError, PyIsADirectoryError, PyMemoryError, PyOSError,
     PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
 };
-use pyo3::{PyErr, PyResult};
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::PyErr;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -34,8 +37,13 @@ pub fn to_py(err: Error) -> PyErr {
         }
     }
     match err {
-        Error::AxisOutOfRange { .. }
-        | Error::IndexOutOfRange { .. }
+        Error::AxisOutOfRange { .. } | Error::AxisArgument { .. } => {
+            Python::with_gil(|py| match axis_error(py) {
+                Ok(t) => PyErr::from_type(t.clone(), msg),
+                Err(e) => e,
+            })
+        }
+        Error::IndexOutOfRange { .. }
         | Error::IndexArgument { .. }
         | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
@@ -49,6 +57,28 @@ pub fn to_py(err: Error) -> PyErr {
         },
         _ => PyValueError::new_err(msg),
     }
+}
+
+static AXIS_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+
+/// `ferrox.AxisError`, the exception for an axis outside an array: a
+/// subclass of both ValueError and IndexError (NumPy's `AxisError`
+/// design), so handlers written for MLX (IndexError) or for NumPy
+/// (ValueError, IndexError or AxisError) all catch it.
+pub fn axis_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    AXIS_ERROR
+        .get_or_try_init(py, || {
+            let bases = PyTuple::new(py, [py.get_type::<PyValueError>(), py.get_type::<PyIndexError>()])?;
+            let namespace = PyDict::new(py);
+            namespace.set_item("__module__", "ferrox")?;
+            namespace.set_item(
+                "__doc__",
+                "An axis outside the array: both a ValueError and an IndexError, as NumPy's AxisError.",
+            )?;
+            let class = py.import("builtins")?.getattr("type")?.call1(("AxisError", bases, namespace))?;
+            Ok(class.downcast_into::<PyType>()?.unbind())
+        })
+        .map(|t| t.bind(py))
 }
 
 /// `Result` whose error converts to a Python exception with `?`.

@@ -30,6 +30,14 @@ fn optional_array(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Array>> {
 /// Root Mean Square normalization (RMS norm) over the last axis of `x`:
 /// `x * rsqrt(mean(x^2) + eps) * weight`; `weight` (one-dimensional, the
 /// last axis's size) may be `None`.
+///
+/// Args:
+///     x (array): Input array.
+///     weight (array, optional): Scale applied after normalizing, or None.
+///     eps (float): Added to the mean square.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, weight, eps, *, stream = None))]
@@ -47,6 +55,15 @@ fn rms_norm(
 /// Layer normalization over the last axis of `x`: `(x - mean) * rsqrt(var
 /// + eps) * weight + bias`; `weight` and `bias` (one-dimensional, the last
 /// axis's size) may be `None`.
+///
+/// Args:
+///     x (array): Input array.
+///     weight (array, optional): Scale applied after normalizing, or None.
+///     bias (array, optional): Bias added after normalizing, or None.
+///     eps (float): Small constant for numerical stability.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, weight, bias, eps, *, stream = None))]
@@ -67,6 +84,18 @@ fn layer_norm(
 /// (or `1 / freqs[i]`); `traditional` rotates consecutive pairs. Exactly
 /// one of `base` and `freqs` must be given; `offset` is an int or an array
 /// (a scalar or one offset per batch entry).
+///
+/// Args:
+///     a (array): Input array.
+///     dims (int): Number of feature dimensions to rotate.
+///     traditional (bool): Rotate consecutive pairs instead of the two halves.
+///     base (float, optional): Base of the rotation frequencies, or None when ``freqs`` is given.
+///     scale (float): Scale applied to the positions.
+///     offset (array): Position of the first element.
+///     freqs (array, optional): Explicit frequencies, or None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, dims, *, traditional, base, scale, offset, freqs = None, stream = None))]
@@ -94,10 +123,23 @@ fn rope(
 /// (grouped-query attention when `N_kv` divides `N`), without forming the
 /// score matrix. `mask` is `None`, `"causal"`, a boolean array (`False`
 /// hides a key) or an additive array broadcastable to `(B, N, L, S)`;
-/// `sinks` holds one extra logit per query head.
+/// `sinks` holds one extra logit per query head. `force_fused` (MLX's
+/// demand for a fused kernel) is always met: every backend runs it fused.
+///
+/// Args:
+///     q (array): Queries, shape ``(B, N_q, T_q, D)``.
+///     k (array): Keys, shape ``(B, N_kv, T_kv, D)``.
+///     v (array): Values, shape ``(B, N_kv, T_kv, D)``.
+///     scale (float): Scale applied to the scores.
+///     mask (array or str, optional): None, ``'causal'``, a boolean array (False hides) or an additive array.
+///     sinks (array, optional): Per-head attention sink logits, or None.
+///     force_fused (bool, optional): Refuse the unfused fallback.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
-#[pyo3(signature = (q, k, v, *, scale, mask = None, sinks = None, stream = None))]
+#[pyo3(signature = (q, k, v, *, scale, mask = None, sinks = None, force_fused = false, stream = None))]
 #[allow(clippy::too_many_arguments)]
 fn scaled_dot_product_attention(
     q: &Bound<'_, PyAny>,
@@ -106,8 +148,13 @@ fn scaled_dot_product_attention(
     scale: f32,
     mask: Option<&Bound<'_, PyAny>>,
     sinks: Option<&Bound<'_, PyAny>>,
+    force_fused: bool,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyArray> {
+    // MLX's `force_fused=True` demands a fused kernel; ferrox's attention is
+    // a fused kernel on every backend and for every input, so either value
+    // runs the same kernel.
+    let _ = force_fused;
     let (q, k, v) = (to_array(q, None)?, to_array(k, None)?, to_array(v, None)?);
     let mask = match mask {
         None => AttentionMaskArg::None,
@@ -167,6 +214,19 @@ fn check_metal_compile_options(options: Option<&Bound<'_, PyAny>>) -> PyResult<(
 /// A custom Metal kernel (MLX's signature). ferrox has no Metal back-end:
 /// the returned callable raises `RuntimeError` when called, as MLX's Linux
 /// build does.
+///
+/// Args:
+///     name (str): Name.
+///     input_names (list(str)): Names of the kernel's inputs.
+///     output_names (list(str)): Names of the kernel's outputs.
+///     source (str): Kernel source code.
+///     header (str, optional): Source code inserted before the kernel.
+///     ensure_row_contiguous (bool, optional): Copy inputs to row-contiguous layout before the kernel runs.
+///     atomic_outputs (bool, optional): Whether outputs are atomic (Metal only).
+///     compile_options (dict(str, str), optional): Metal compile options (checked and ignored).
+///
+/// Returns:
+///     MissingBackendKernel: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, atomic_outputs = false, compile_options = None))]
@@ -410,6 +470,18 @@ impl PyCudaKernel {
 /// declarations); `ensure_row_contiguous` copies strided inputs first;
 /// `shared_memory` is the dynamic shared memory in bytes. NVRTC compiles
 /// the kernel when it first runs; calling the result runs it on the GPU.
+///
+/// Args:
+///     name (str): Name.
+///     input_names (list(str)): Names of the kernel's inputs.
+///     output_names (list(str)): Names of the kernel's outputs.
+///     source (str): Kernel source code.
+///     header (str, optional): Source code inserted before the kernel.
+///     ensure_row_contiguous (bool, optional): Copy inputs to row-contiguous layout before the kernel runs.
+///     shared_memory (int, optional): Bytes of dynamic shared memory.
+///
+/// Returns:
+///     CudaKernel: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, shared_memory = 0))]
@@ -443,6 +515,22 @@ fn cuda_kernel(
 /// int32, float as float32) by value; `grid`, `threadgroup`,
 /// `shared_memory` and `init_value` are as for `cuda_kernel`;
 /// `ensure_row_contiguous` copies strided inputs first.
+///
+/// Args:
+///     name (str): Name.
+///     compiled_source (list(int)): The compiled PTX or cubin.
+///     inputs (list(array)): Input arrays.
+///     output_shapes (list(list(int))): Shape of each output.
+///     output_dtypes (list(Dtype)): Dtype of each output.
+///     scalars (list(bool | int | float)): Scalar arguments passed after the arrays.
+///     grid (tuple(int, int, int)): Grid size in threads.
+///     threadgroup (tuple(int, int, int)): Block size in threads.
+///     shared_memory (int, optional): Bytes of dynamic shared memory.
+///     init_value (float, optional): Value the outputs are filled with first, or None.
+///     ensure_row_contiguous (bool, optional): Copy inputs to row-contiguous layout before the kernel runs.
+///
+/// Returns:
+///     list(array): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*, name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid, threadgroup, shared_memory = 0, init_value = None, ensure_row_contiguous = false, stream = None))]

@@ -83,6 +83,14 @@ fn named_arrays(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Array
 }
 
 /// Loads arrays from a file (`.npy`, `.npz`, `.safetensors` or `.gguf`).
+///
+/// Args:
+///     file (str or PathLike(str) or IO(bytes)): Path or file object.
+///     format (str, optional): File format; inferred from the extension when None.
+///     return_metadata (bool, optional): Also return the file's metadata.
+///
+/// Returns:
+///     Any: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (file, /, format = None, return_metadata = false, *, stream = None))]
@@ -145,6 +153,10 @@ fn load(
 
 /// Saves an array to a binary file in `.npy` format (`.npy` is appended to
 /// a path without it).
+///
+/// Args:
+///     file (str or PathLike(str) or IO(bytes)): Path or file object.
+///     arr (array): Array to save.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (file, arr, /))]
@@ -194,6 +206,11 @@ fn savez_impl(
 }
 
 /// Saves several arrays to a binary file in uncompressed `.npz` format.
+///
+/// Args:
+///     file (str or PathLike(str) or IO(bytes)): Path or file object.
+///     *args (array): Arrays saved as ``arr_0``, ``arr_1``, ...
+///     **kwargs (array): Arrays saved under their names.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (file, *args, **kwargs))]
@@ -207,6 +224,11 @@ fn savez(
 }
 
 /// Saves several arrays to a binary file in compressed `.npz` format.
+///
+/// Args:
+///     file (str or PathLike(str) or IO(bytes)): Path or file object.
+///     *args (array): Arrays saved as ``arr_0``, ``arr_1``, ...
+///     **kwargs (array): Arrays saved under their names.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (file, *args, **kwargs))]
@@ -221,6 +243,11 @@ fn savez_compressed(
 
 /// Saves a dict of arrays (and optional string metadata) to a binary file
 /// in `.safetensors` format.
+///
+/// Args:
+///     file (str or PathLike(str) or IO(bytes)): Path or file object.
+///     arrays (dict(str, array)): Named arrays.
+///     metadata (dict(str, str), optional): Metadata to store with the arrays.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (file, arrays, metadata = None))]
@@ -255,6 +282,11 @@ fn save_safetensors(
 
 /// Saves a dict of arrays (and optional metadata: arrays of at most one
 /// dimension, strings, lists of strings) to a binary file in `.gguf` format.
+///
+/// Args:
+///     file (str or PathLike(str) or IO(bytes)): Path or file object.
+///     arrays (dict(str, array)): Named arrays.
+///     metadata (dict(str, Any), optional): Metadata to store with the arrays.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (file, arrays, metadata = None))]

@@ -23,6 +23,7 @@ mod methods;
 mod nn;
 mod ops;
 mod optimizers;
+mod print;
 mod random;
 mod transforms;
 
@@ -44,6 +45,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     io::register(m)?;
     dlpack::register(m)?;
     export::register(m)?;
+    print::register(m)?;
+    m.add("AxisError", errors::axis_error(m.py())?)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_tests, m)?)?;
     Ok(())
 }

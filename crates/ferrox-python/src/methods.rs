@@ -18,7 +18,7 @@ macro_rules! unary_method {
         #[guarded]
         #[pymethods]
         impl PyArray {
-            #[doc = $doc]
+            #[doc = concat!($doc, "\n\nReturns:\n    array: The result array.")]
             #[pyo3(signature = (*, stream = None))]
             fn $name(&self, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
                 self.op(stream, ops::$name)
@@ -106,7 +106,7 @@ macro_rules! reduce_methods {
         #[pymethods]
         impl PyArray {
             $(
-                #[doc = concat!("Reduction ", stringify!($name), " over `axis` (see `ferrox.", stringify!($name), "`).")]
+                #[doc = concat!("Reduction ", stringify!($name), " over `axis` (see `ferrox.", stringify!($name), "`).\n\nArgs:\n    axis (int or list(int), optional): Axis or axes to reduce over; all axes when None.\n    keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.\n\nReturns:\n    array: The array with the axes reduced.")]
                 #[pyo3(signature = (axis = None, keepdims = false, *, stream = None))]
                 fn $name(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
                     let axes = args::axes(stringify!($name), axis)?;
@@ -123,12 +123,26 @@ reduce_methods!(sum, mean, max, min, prod, all, any, logsumexp);
 #[pymethods]
 impl PyArray {
     /// The array with axis `source` moved to `destination` (see `ferrox.moveaxis`).
+    ///
+    /// Args:
+    ///     source (int): Axis to move.
+    ///     destination (int): Its new position.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (source, destination, *, stream = None))]
     fn moveaxis(&self, source: isize, destination: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::moveaxis(a, source, destination))
     }
 
     /// The array cut into parts along `axis` (see `ferrox.split`).
+    ///
+    /// Args:
+    ///     indices_or_sections (int or list(int)): Number of equal sections, or indices where to split.
+    ///     axis (int, optional): Axis to operate along.
+    ///
+    /// Returns:
+    ///     list(Any): The result.
     #[pyo3(signature = (indices_or_sections, axis = 0, *, stream = None))]
     fn split<'py>(
         slf: &Bound<'py, Self>,
@@ -146,18 +160,38 @@ impl PyArray {
     }
 
     /// The array's bytes read as `dtype` (see `ferrox.view`).
+    ///
+    /// Args:
+    ///     dtype (Dtype): Data type of the result.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (dtype, *, stream = None))]
     fn view(&self, dtype: crate::dtype::PyDtype, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::view(a, dtype.0))
     }
 
     /// A diagonal, or a matrix with the array on a diagonal (see `ferrox.diag`).
+    ///
+    /// Args:
+    ///     k (int, optional): Diagonal offset.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (k = 0, *, stream = None))]
     fn diag(&self, k: i64, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::diag(a, k))
     }
 
     /// The diagonal spanned by `axis1` and `axis2` (see `ferrox.diagonal`).
+    ///
+    /// Args:
+    ///     offset (int, optional): Offset of the diagonal (positive: above the main diagonal).
+    ///     axis1 (int, optional): First axis.
+    ///     axis2 (int, optional): Second axis.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (offset = 0, axis1 = 0, axis2 = 1, stream = None))]
     fn diagonal(
         &self,
@@ -174,6 +208,14 @@ impl PyArray {
 #[pymethods]
 impl PyArray {
     /// Variance over `axis`, dividing by N - ddof (see `ferrox.var`).
+    ///
+    /// Args:
+    ///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+    ///     keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.
+    ///     ddof (int, optional): Delta degrees of freedom: the divisor is ``N - ddof``. Default: ``0``.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (axis = None, keepdims = false, ddof = 0, *, stream = None))]
     fn var(
         &self,
@@ -187,6 +229,14 @@ impl PyArray {
     }
 
     /// Standard deviation over `axis`, dividing by N - ddof (see `ferrox.std`).
+    ///
+    /// Args:
+    ///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+    ///     keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.
+    ///     ddof (int, optional): Delta degrees of freedom: the divisor is ``N - ddof``. Default: ``0``.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (axis = None, keepdims = false, ddof = 0, *, stream = None))]
     fn std(
         &self,
@@ -200,12 +250,21 @@ impl PyArray {
     }
 
     /// Rounds to `decimals` decimal places, halves to even.
+    ///
+    /// Args:
+    ///     decimals (int, optional): Number of decimal places. Default: ``0``.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (decimals = 0, *, stream = None))]
     fn round(&self, decimals: i32, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, |a| ops::round_decimals(a, decimals))
     }
 
     /// Elementwise 1 / a.
+    ///
+    /// Returns:
+    ///     array: The result array.
     #[pyo3(signature = (*, stream = None))]
     fn reciprocal(&self, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
         self.op(stream, ops::reciprocal)
@@ -246,7 +305,7 @@ macro_rules! scan_methods {
         #[pymethods]
         impl PyArray {
             $(
-                #[doc = concat!("Cumulative ", stringify!($name), " along `axis` (see `ferrox.", stringify!($name), "`).")]
+                #[doc = concat!("Cumulative ", stringify!($name), " along `axis` (see `ferrox.", stringify!($name), "`).\n\nArgs:\n    axis (int, optional): Axis to scan along; the flattened array when None.\n    reverse (bool, optional): Scan from the end of the axis. Default: ``False``.\n    inclusive (bool, optional): Include element ``i`` in output ``i``. Default: ``True``.\n\nReturns:\n    array: The cumulative results.")]
                 #[pyo3(signature = (axis = None, *, reverse = false, inclusive = true, stream = None))]
                 fn $name(
                     &self,

@@ -89,6 +89,9 @@ fn bound(obj: Option<&Bound<'_, PyAny>>, default: Scalar) -> PyResult<Array> {
 }
 
 /// Seeds the global random key sequence.
+///
+/// Args:
+///     seed (int): Seed.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (seed))]
@@ -97,7 +100,44 @@ fn seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// The state of the global random key sequence (`ferrox.random.state`, as
+/// MLX's): a sequence of one uint32 key of shape `(2,)`, read as
+/// `random.state[0]`, which `seed` sets and every sampler without `key=`
+/// advances.
+#[pyclass(name = "_RandomState", module = "ferrox.random", frozen)]
+pub struct RandomState;
+
+#[guarded]
+#[pymethods]
+impl RandomState {
+    fn __len__(&self) -> usize {
+        1
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<PyArray> {
+        if index != 0 && index != -1 {
+            return Err(pyo3::exceptions::PyIndexError::new_err("random state index out of range"));
+        }
+        wrap(Ok(random::state()))
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let list = PyList::new(py, [wrap(Ok(random::state()))?])?;
+        list.try_iter().map(|it| it.into_any())
+    }
+
+    fn __repr__(&self) -> String {
+        "ferrox.random.state".into()
+    }
+}
+
 /// A PRNG key from a seed: the uint32 array `[seed >> 32, seed & 0xffffffff]`.
+///
+/// Args:
+///     seed (int): Seed.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (seed))]
@@ -106,6 +146,13 @@ fn key(seed: &Bound<'_, PyAny>) -> PyResult<PyArray> {
 }
 
 /// Splits a PRNG key into `num` sub keys, an array of shape `(num, 2)`.
+///
+/// Args:
+///     key (array): PRNG key; the global generator's next key when None.
+///     num (int, optional): Number of keys.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (key, num = 2, stream = None))]
@@ -117,6 +164,14 @@ fn split(key: &Bound<'_, PyAny>, num: i64, stream: Option<&Bound<'_, PyAny>>) ->
 
 /// Random bits: uint32, uint16 or uint8 for `width` 4, 2 or 1 (MLX's C++
 /// `random::bits`).
+///
+/// Args:
+///     shape (list(int), optional): Shape of the result.
+///     width (int, optional): Bytes per element: 1, 2 or 4.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape = None, width = 4, key = None, stream = None))]
@@ -133,6 +188,14 @@ fn bits(
 
 /// A random permutation of `arange(x)` (uint32) when `x` is an int, else
 /// `x` with its entries along `axis` in a random order.
+///
+/// Args:
+///     x (array): Input array.
+///     axis (int, optional): Axis to operate along.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, axis = 0, key = None, stream = None))]
@@ -160,6 +223,16 @@ fn permutation(
 
 /// Uniformly distributed values in `[low, high)` (default `[0, 1)`), which
 /// broadcast to `shape`.
+///
+/// Args:
+///     low (array, optional): Lower bound (inclusive).
+///     high (array, optional): Upper bound (exclusive).
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (low = None, high = None, shape = None, dtype = None, key = None, stream = None))]
@@ -179,6 +252,16 @@ fn uniform(
 
 /// Normally distributed values with mean `loc` and standard deviation
 /// `scale` (standard when None; complex64 parts have variance 1/2).
+///
+/// Args:
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     loc (bool or int or float or complex, optional): Mean of the distribution.
+///     scale (bool or int or float or complex, optional): Standard deviation.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape = None, dtype = None, loc = None, scale = None, key = None, stream = None))]
@@ -199,6 +282,16 @@ fn normal(
 
 /// Jointly normal samples with mean `mean` (`(..., n)`) and covariance
 /// `cov` (`(..., n, n)`, positive semi-definite); float32 only.
+///
+/// Args:
+///     mean (array): Mean vector.
+///     cov (array): Covariance matrix.
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (mean, cov, shape = None, dtype = None, key = None, stream = None))]
@@ -218,6 +311,16 @@ fn multivariate_normal(
 
 /// Random integers drawn uniformly from `[low, high)`, which broadcast to
 /// `shape`.
+///
+/// Args:
+///     low (array): Lower bound (inclusive).
+///     high (array): Upper bound (exclusive).
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (low, high, shape = None, dtype = None, key = None, stream = None))]
@@ -237,6 +340,14 @@ fn randint(
 
 /// Booleans that are true with probability `p` (default 0.5), which
 /// broadcasts to `shape` (default: `p`'s shape).
+///
+/// Args:
+///     p (array, optional): Probability of True.
+///     shape (list(int), optional): Shape of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (p = None, shape = None, key = None, stream = None))]
@@ -254,6 +365,16 @@ fn bernoulli(
 
 /// Normal values truncated to the domain `(lower, upper)`, which broadcast
 /// to `shape` (default: their broadcast shape).
+///
+/// Args:
+///     lower (array): Lower bound.
+///     upper (array): Upper bound.
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (lower, upper, shape = None, dtype = None, key = None, stream = None))]
@@ -272,6 +393,14 @@ fn truncated_normal(
 }
 
 /// Samples of the standard Gumbel distribution (CDF `exp(-exp(-x))`).
+///
+/// Args:
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape = None, dtype = None, key = None, stream = None))]
@@ -290,6 +419,16 @@ fn gumbel(
 /// unnormalized `logits` along `axis`: one per distribution, a `shape`
 /// that the logits without `axis` broadcast to, or `num_samples` each
 /// (at most one of the last two).
+///
+/// Args:
+///     logits (array): Unnormalized log probabilities of the categories.
+///     axis (int, optional): Axis to operate along.
+///     shape (list(int), optional): Shape of the result.
+///     num_samples (int, optional): Number of samples per distribution (exclusive with ``shape``).
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (logits, axis = -1, shape = None, num_samples = None, key = None, stream = None))]
@@ -318,6 +457,16 @@ fn categorical(
 }
 
 /// Samples of the Laplace distribution with mean `loc` and scale `scale`.
+///
+/// Args:
+///     shape (list(int), optional): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///     loc (float, optional): Mean of the distribution.
+///     scale (float, optional): Scale of the distribution.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape = None, dtype = None, loc = 0.0, scale = 1.0, key = None, stream = None))]
@@ -357,6 +506,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         laplace,
         permutation
     );
+    m.add("state", Py::new(py, RandomState)?)?;
     parent.add("random", &m)?;
     py.import("sys")?.getattr("modules")?.set_item("ferrox.random", &m)?;
     Ok(())

@@ -197,6 +197,12 @@ fn _custom_call<'py>(
 }
 
 /// `a` unchanged, treated as a constant by gradient transforms.
+///
+/// Args:
+///     a (array): Input array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, *, stream = None))]

@@ -21,8 +21,12 @@ pub enum Error {
     /// An integer index outside an axis.
     #[error("[{op}] Index {index} is out of bounds for axis {axis} with size {size}.")]
     IndexOutOfRange { op: &'static str, index: i64, axis: usize, size: usize },
-    /// An axis or index argument out of range where MLX raises IndexError
-    /// (e.g. `moveaxis`).
+    /// An axis outside the array, in the op's own words (MLX's message for
+    /// `moveaxis`, `sort`, `cumsum`, ...); Python raises it as
+    /// `AxisOutOfRange` is raised.
+    #[error("[{op}] {msg}")]
+    AxisArgument { op: &'static str, msg: String },
+    /// An index argument out of range where MLX raises IndexError.
     #[error("[{op}] {msg}")]
     IndexArgument { op: &'static str, msg: String },
     /// More integer/slice indices than the array has dimensions.

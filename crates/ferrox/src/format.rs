@@ -6,6 +6,37 @@ use crate::error::Result;
 use crate::ops::{self, Index};
 use crate::shape::numel;
 use std::fmt;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// How arrays print (MLX's `PrintOptions`): `precision` is the number of
+/// decimals shown for floating-point and complex elements, or -1 for the
+/// default shortest form (C's `%g` with 6 significant digits). As in MLX
+/// (C++'s `std::setprecision`), any other negative value shows 6 decimals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrintOptions {
+    /// Decimals of floating-point elements; -1 for the `%g` form.
+    pub precision: i32,
+}
+
+impl Default for PrintOptions {
+    fn default() -> Self {
+        PrintOptions { precision: -1 }
+    }
+}
+
+/// The process-wide precision used by [`repr`] and `Display`.
+static PRECISION: AtomicI32 = AtomicI32::new(-1);
+
+/// Sets the options every later print uses (process-wide, as MLX's global
+/// formatter).
+pub fn set_printoptions(options: PrintOptions) {
+    PRECISION.store(options.precision, Ordering::Relaxed);
+}
+
+/// The options prints use now.
+pub fn get_printoptions() -> PrintOptions {
+    PrintOptions { precision: PRECISION.load(Ordering::Relaxed) }
+}
 
 /// Formats a float like C's `%g` with 6 significant digits (what MLX prints).
 pub fn fmt_g(v: f64) -> String {
@@ -39,16 +70,36 @@ pub fn fmt_g(v: f64) -> String {
     }
 }
 
-fn fmt_scalar(s: Scalar) -> String {
+/// Formats a float like C's `%.<decimals>f` (C++'s `std::fixed`): NaN and
+/// infinities as `%g` prints them, every finite value with `decimals`
+/// digits after the point (ties to even on the exact binary value, as glibc).
+pub fn fmt_fixed(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return fmt_g(v);
+    }
+    format!("{v:.decimals$}")
+}
+
+/// One float as the options say: `%g` for precision -1, else fixed.
+fn fmt_float(v: f64, precision: i32) -> String {
+    match precision {
+        -1 => fmt_g(v),
+        p if p < 0 => fmt_fixed(v, 6),
+        p => fmt_fixed(v, p as usize),
+    }
+}
+
+fn fmt_scalar(s: Scalar, precision: i32) -> String {
+    let f = |v: f32| fmt_float(v as f64, precision);
     match s {
         Scalar::Bool(b) => if b { "True" } else { "False" }.into(),
         Scalar::Int(v) => v.to_string(),
         Scalar::UInt(v) => v.to_string(),
-        Scalar::Float(v) => fmt_g(v),
+        Scalar::Float(v) => fmt_float(v, precision),
         // As MLX: a strictly negative imaginary part as "-|im|", anything else
         // (-0 and NaNs included) as "+" and its own text.
-        Scalar::Complex(re, im) if im < 0.0 => format!("{}-{}j", fmt_g(re as f64), fmt_g(-im as f64)),
-        Scalar::Complex(re, im) => format!("{}+{}j", fmt_g(re as f64), fmt_g(im as f64)),
+        Scalar::Complex(re, im) if im < 0.0 => format!("{}-{}j", f(re), f(-im)),
+        Scalar::Complex(re, im) => format!("{}+{}j", f(re), f(im)),
     }
 }
 
@@ -109,10 +160,12 @@ fn fmt_nested(vals: &[String], shape: &[usize], cut: &[bool]) -> String {
     out
 }
 
-/// The repr of an array (evaluates what it shows).
+/// The repr of an array (evaluates what it shows), with the current
+/// [`PrintOptions`].
 pub fn repr(a: &Array) -> Result<String> {
+    let precision = get_printoptions().precision;
     let (shown, cut) = edges(a)?;
-    let vals: Vec<String> = shown.to_scalars()?.into_iter().map(fmt_scalar).collect();
+    let vals: Vec<String> = shown.to_scalars()?.into_iter().map(|s| fmt_scalar(s, precision)).collect();
     let body = if a.ndim() == 0 { vals[0].clone() } else { fmt_nested(&vals, shown.shape(), &cut) };
     Ok(format!("array({body}, dtype={})", a.dtype().name()))
 }
@@ -142,6 +195,18 @@ mod tests {
         assert_eq!(fmt_g(0.0001), "0.0001");
         assert_eq!(fmt_g(-2.5), "-2.5");
         assert_eq!(fmt_g(999999.5), "1e+06");
+    }
+
+    #[test]
+    fn fixed_format_matches_c() {
+        use super::fmt_fixed;
+        assert_eq!(fmt_fixed(0.125, 2), "0.12");
+        assert_eq!(fmt_fixed(0.375, 2), "0.38");
+        assert_eq!(fmt_fixed(2.5, 0), "2");
+        assert_eq!(fmt_fixed(-0.0, 2), "-0.00");
+        assert_eq!(fmt_fixed(f64::NAN, 2), "nan");
+        assert_eq!(fmt_fixed(f64::NEG_INFINITY, 3), "-inf");
+        assert_eq!(fmt_fixed(1e20f32 as f64, 1), "100000002004087734272.0");
     }
 
     #[test]

@@ -33,6 +33,9 @@ def constant(value: float, dtype: fx.Dtype = fx.float32) -> Callable[[fx.array],
     Args:
         value (float): The value to fill the array with.
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer taking an array and returning one of its shape and ``dtype``.
     """
 
     def initializer(a: fx.array) -> fx.array:
@@ -48,6 +51,9 @@ def normal(mean: float = 0.0, std: float = 1.0, dtype: fx.Dtype = fx.float32) ->
         mean (float, optional): Mean of the distribution. Default: ``0.0``.
         std (float, optional): Standard deviation of the distribution. Default: ``1.0``.
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer taking an array and returning one of its shape and ``dtype``.
     """
 
     def initializer(a: fx.array) -> fx.array:
@@ -63,6 +69,9 @@ def uniform(low: float = 0.0, high: float = 1.0, dtype: fx.Dtype = fx.float32) -
         low (float, optional): The lower bound. Default: ``0.0``.
         high (float, optional): The upper bound. Default: ``1.0``.
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer taking an array and returning one of its shape and ``dtype``.
     """
 
     def initializer(a: fx.array) -> fx.array:
@@ -76,6 +85,9 @@ def identity(dtype: fx.Dtype = fx.float32) -> Callable[[fx.array], fx.array]:
 
     Args:
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer taking an array and returning one of its shape and ``dtype``.
     """
 
     def initializer(arr: fx.array) -> fx.array:
@@ -93,6 +105,9 @@ def glorot_normal(dtype: fx.Dtype = fx.float32) -> Callable[[fx.array, float], f
 
     Args:
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer ``init(a, gain=1.0)`` returning an array of ``a``'s shape and ``dtype``.
     """
 
     def initializer(a: fx.array, gain: float = 1.0) -> fx.array:
@@ -107,6 +122,9 @@ def glorot_uniform(dtype: fx.Dtype = fx.float32) -> Callable[[fx.array, float], 
 
     Args:
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer ``init(a, gain=1.0)`` returning an array of ``a``'s shape and ``dtype``.
     """
 
     def initializer(a: fx.array, gain: float = 1.0) -> fx.array:
@@ -124,6 +142,9 @@ def he_normal(
 
     Args:
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer ``init(a, mode='fan_in', gain=1.0)`` returning an array of ``a``'s shape and ``dtype``.
     """
 
     def initializer(a: fx.array, mode: Literal["fan_in", "fan_out"] = "fan_in", gain: float = 1.0) -> fx.array:
@@ -141,6 +162,9 @@ def he_uniform(
 
     Args:
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer ``init(a, mode='fan_in', gain=1.0)`` returning an array of ``a``'s shape and ``dtype``.
     """
 
     def initializer(a: fx.array, mode: Literal["fan_in", "fan_out"] = "fan_in", gain: float = 1.0) -> fx.array:
@@ -160,6 +184,9 @@ def sparse(
         mean (float, optional): Mean of the normal distribution. Default: ``0.0``.
         std (float, optional): Standard deviation of the normal distribution. Default: ``1.0``.
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer taking an array and returning one of its shape and ``dtype``.
     """
 
     def initializer(a: fx.array) -> fx.array:
@@ -175,6 +202,9 @@ def orthogonal(gain: float = 1.0, dtype: fx.Dtype = fx.float32) -> Callable[[fx.
     Args:
         gain (float, optional): Scaling factor. Default: ``1.0``.
         dtype (Dtype, optional): The data type of the array. Default: ``float32``.
+
+    Returns:
+        callable: An initializer taking an array and returning one of its shape and ``dtype``.
     """
 
     def initializer(a: fx.array) -> fx.array:

@@ -2,18 +2,26 @@
 ``value_and_grad``, ``checkpoint`` and ``average_gradients``."""
 
 from functools import wraps
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 import ferrox as fx
 from ferrox.nn.layers.base import Module
-from ferrox.utils import tree_flatten, tree_map, tree_unflatten
+from ferrox.utils import tree_flatten, tree_map, tree_reduce, tree_unflatten
 
 
 def value_and_grad(model: Module, fn: Callable) -> Callable:
     """Returns a function computing ``fn(*args, **kwargs)`` and its gradient
     with respect to ``model.trainable_parameters()`` (a tree of the same
     structure). ``fn`` returns a scalar array, or a tuple whose first entry
-    is one (the rest is returned as it is)."""
+    is one (the rest is returned as it is).
+
+    Args:
+        model (Module): The model whose trainable parameters to differentiate.
+        fn (callable): Loss function, called with the arguments of the returned function.
+
+    Returns:
+        callable: A function returning ``(loss, gradients)``, the gradients a tree like ``model.trainable_parameters()``.
+    """
 
     def inner_fn(params, *args, **kwargs):
         model.update(params)
@@ -37,7 +45,15 @@ def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
     pass instead of being kept, with gradients flowing to the module's
     trainable parameters and to the array arguments (anywhere in nested
     lists, tuples and dicts; other arguments are passed as they are).
-    ``fn`` returns an array or a tuple of arrays."""
+    ``fn`` returns an array or a tuple of arrays.
+
+    Args:
+        module (Module): The module.
+        fn (callable, optional): Function to call instead of ``module.__call__``.
+
+    Returns:
+        callable: ``fn`` recomputing its intermediates in the backward pass.
+    """
     if fn is None:
         # The module itself, not its __call__, so a later patch of __call__ counts.
         fn = module
@@ -77,8 +93,43 @@ def average_gradients(
     backend yet, so the only group is the single process and the gradients
     come back unchanged; a group of another size is a ValueError.
     ``all_reduce_size`` and ``communication_stream`` are MLX's batching and
-    stream controls for the all-reduce."""
+    stream controls for the all-reduce.
+
+    Args:
+        gradients (Any): Tree of gradient arrays.
+        group (Group, optional): Group to average over; the global group when None.
+        all_reduce_size (int, optional): Bytes of gradients reduced together.
+        communication_stream (Stream, optional): Stream of the communication.
+
+    Returns:
+        Any: The averaged gradients (the input on a group of one process).
+    """
     size = 1 if group is None else group.size()
     if size == 1:
         return gradients
     raise ValueError(f"[average_gradients] ferrox has no distributed backend; got a group of size {size}.")
+
+
+def clip_grad_norm_sharded(gradients: Any, max_norm: float, group: Optional[Any] = None) -> Tuple[Any, fx.array]:
+    """Clip the global norm of gradients that are sharded across a group.
+
+    The sharded counterpart of :func:`ferrox.optimizers.clip_grad_norm`: each
+    member holds a shard of the gradients, so the local squared norms are
+    summed over the group (``ferrox.distributed.all_sum``) before rescaling.
+
+    Args:
+        gradients (Any): A tree of this member's gradient arrays.
+        max_norm (float): The largest allowed global norm.
+        group (ferrox.distributed.Group, optional): The group the gradients
+            are sharded across; the global group if ``None``. Default: ``None``.
+
+    Returns:
+        (Any, array): The (possibly rescaled) local gradients and the global
+        gradient norm.
+    """
+    import ferrox.distributed as dist
+
+    local_norm_squared = tree_reduce(lambda acc, g: acc + g.square().sum(), gradients, 0.0)
+    grad_norm = fx.sqrt(dist.all_sum(local_norm_squared, group=group))
+    normalizer = fx.minimum(max_norm / (grad_norm + 1e-6), 1.0)
+    return tree_map(lambda g: g * normalizer, gradients), grad_norm

@@ -34,7 +34,11 @@ __all__ = [
 class Optimizer:
     """The base class of the optimizers: applies a per-parameter rule
     (``apply_single``, with state made by ``init_single``) over a tree of
-    parameters."""
+    parameters.
+
+    Args:
+        schedulers (dict, optional): Schedules of hyperparameters, by name.
+    """
 
     def __init__(self, schedulers=None):
         self._initialized = False
@@ -43,12 +47,21 @@ class Optimizer:
         self._scalars = None
 
     def update(self, model, gradients: dict):
-        """Applies ``gradients`` to ``model``'s parameters and updates the model."""
+        """Applies ``gradients`` to ``model``'s parameters and updates the model.
+
+        Args:
+            model (Module): The model to update in place.
+            gradients (dict): Gradients, in the structure of ``model.trainable_parameters()``.
+        """
         model.update(self.apply_gradients(gradients, model))
 
     def init(self, parameters: dict):
         """Creates the state of every parameter of the tree that has none yet
-        (optional: the first update does it)."""
+        (optional: the first update does it).
+
+        Args:
+            parameters (dict): The parameters to create state for.
+        """
 
         def merge(params, state):
             if isinstance(params, (list, tuple)):
@@ -69,12 +82,25 @@ class Optimizer:
         self._initialized = True
 
     def init_single(self, parameter: fx.array, state: dict):
-        """Creates the state of one parameter (each optimizer defines it)."""
+        """Creates the state of one parameter (each optimizer defines it).
+
+        Args:
+            parameter (array): One parameter.
+            state (dict): Its state, filled in place.
+        """
         raise NotImplementedError()
 
     def apply_gradients(self, gradients: dict, parameters: dict):
         """The updated parameters for ``gradients`` (a tree whose structure
-        the result takes; ``parameters`` may be a superset of it)."""
+        the result takes; ``parameters`` may be a superset of it).
+
+        Args:
+            gradients (dict): The gradients.
+            parameters (dict): The parameters, in the same structure.
+
+        Returns:
+            dict: The updated parameters.
+        """
         if not self._initialized:
             self.init(gradients)
         for name, scheduler in self._schedulers.items():
@@ -85,7 +111,13 @@ class Optimizer:
 
     def apply_single(self, gradient: fx.array, parameter: fx.array, state: dict):
         """The updated ``parameter`` (each optimizer defines it; it may
-        update ``state``)."""
+        update ``state``).
+
+        Args:
+            gradient (array): Gradient of the parameter.
+            parameter (array): The parameter.
+            state (dict): Its state, updated in place.
+        """
         raise NotImplementedError()
 
     def _step_scalars(self):
@@ -142,7 +174,12 @@ class Optimizer:
 class MultiOptimizer(Optimizer):
     """Several optimizers, each for the parameters its filter accepts
     (``filters[i](path, parameter)``); the last optimizer takes the rest and
-    has no filter."""
+    has no filter.
+
+    Args:
+        optimizers (list(Optimizer)): The optimizers.
+        filters (list(callable), optional): ``filter(path, gradient)`` choosing each optimizer's parameters but the last's (which takes the rest).
+    """
 
     def __init__(self, optimizers, filters: list = []):
         super().__init__()
@@ -207,7 +244,15 @@ def _check_betas(name: str, betas):
 class SGD(Optimizer):
     r"""Stochastic gradient descent with optional momentum, dampening,
     Nesterov momentum and weight decay (an L2 penalty on the gradient):
-    :math:`v = \mu v + (1 - \tau) g`, :math:`w = w - \lambda v`."""
+    :math:`v = \mu v + (1 - \tau) g`, :math:`w = w - \lambda v`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        momentum (float, optional): Momentum factor.
+        weight_decay (float, optional): Weight decay factor.
+        dampening (float, optional): Dampening of the momentum.
+        nesterov (bool, optional): Use Nesterov momentum.
+    """
 
     def __init__(
         self,
@@ -248,7 +293,13 @@ class SGD(Optimizer):
 
 class RMSprop(Optimizer):
     r"""RMSprop: :math:`v = \alpha v + (1 - \alpha) g^2`,
-    :math:`w = w - \lambda g / (\sqrt{v} + \epsilon)`."""
+    :math:`w = w - \lambda g / (\sqrt{v} + \epsilon)`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        alpha (float, optional): Smoothing constant of the squared-gradient average.
+        eps (float, optional): Added to the denominator for numerical stability.
+    """
 
     def __init__(self, learning_rate, alpha: float = 0.99, eps: float = 1e-8):
         super().__init__()
@@ -270,7 +321,12 @@ class RMSprop(Optimizer):
 
 
 class Adagrad(Optimizer):
-    r"""Adagrad: :math:`v = v + g^2`, :math:`w = w - \lambda g / (\sqrt{v} + \epsilon)`."""
+    r"""Adagrad: :math:`v = v + g^2`, :math:`w = w - \lambda g / (\sqrt{v} + \epsilon)`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        eps (float, optional): Added to the denominator for numerical stability.
+    """
 
     def __init__(self, learning_rate, eps: float = 1e-8):
         super().__init__()
@@ -290,7 +346,13 @@ class Adagrad(Optimizer):
 
 class AdaDelta(Optimizer):
     r"""AdaDelta with a learning rate: running averages ``v`` of squared
-    gradients and ``u`` of squared updates."""
+    gradients and ``u`` of squared updates.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        rho (float, optional): Coefficient of the running averages.
+        eps (float, optional): Added to the denominator for numerical stability.
+    """
 
     def __init__(self, learning_rate, rho: float = 0.9, eps: float = 1e-6):
         super().__init__()
@@ -316,7 +378,14 @@ class Adam(Optimizer):
     r"""Adam: :math:`m = \beta_1 m + (1 - \beta_1) g`,
     :math:`v = \beta_2 v + (1 - \beta_2) g^2`,
     :math:`w = w - \lambda m / (\sqrt{v} + \epsilon)`; with
-    ``bias_correction`` the moments are divided by :math:`1 - \beta^t`."""
+    ``bias_correction`` the moments are divided by :math:`1 - \beta^t`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        betas (list(float), optional): Coefficients of the running averages of the gradient and its square.
+        eps (float, optional): Added to the denominator for numerical stability.
+        bias_correction (bool, optional): Apply bias correction.
+    """
 
     def __init__(
         self,
@@ -361,7 +430,15 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     r"""Adam with decoupled weight decay: the parameter is first scaled by
-    :math:`1 - \lambda \cdot weight\_decay`."""
+    :math:`1 - \lambda \cdot weight\_decay`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        betas (list(float), optional): Coefficients of the running averages of the gradient and its square.
+        eps (float, optional): Added to the denominator for numerical stability.
+        weight_decay (float, optional): Weight decay factor.
+        bias_correction (bool, optional): Apply bias correction.
+    """
 
     def __init__(
         self,
@@ -381,7 +458,13 @@ class AdamW(Adam):
 
 class Adamax(Adam):
     r"""Adamax, Adam with the infinity norm: :math:`v = \max(\beta_2 v, |g|)`,
-    :math:`w = w - \lambda m / (v + \epsilon)`."""
+    :math:`w = w - \lambda m / (v + \epsilon)`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        betas (list(float), optional): Coefficients of the running averages of the gradient and its square.
+        eps (float, optional): Added to the denominator for numerical stability.
+    """
 
     def __init__(self, learning_rate, betas: List[float] = [0.9, 0.999], eps: float = 1e-8):
         super().__init__(learning_rate, betas, eps)
@@ -398,7 +481,13 @@ class Adamax(Adam):
 
 class Lion(Optimizer):
     r"""Lion: the update is the sign of :math:`\beta_1 m + (1 - \beta_1) g`,
-    with decoupled weight decay; :math:`m = \beta_2 m + (1 - \beta_2) g`."""
+    with decoupled weight decay; :math:`m = \beta_2 m + (1 - \beta_2) g`.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        betas (list(float), optional): Coefficients of the update interpolation and of the momentum.
+        weight_decay (float, optional): Weight decay factor.
+    """
 
     def __init__(self, learning_rate, betas: List[float] = [0.9, 0.99], weight_decay: float = 0.0):
         super().__init__()
@@ -422,7 +511,19 @@ class Lion(Optimizer):
 class Adafactor(Optimizer):
     r"""Adafactor: factored second moments (row and column averages for
     parameters of 2 or more dimensions), update clipping, relative step
-    sizes and parameter scaling, as MLX's."""
+    sizes and parameter scaling, as MLX's.
+
+    Args:
+        learning_rate (float or callable, optional): The learning rate; relative steps when None.
+        eps (tuple(float, float), optional): Regularizers of the squared gradient and of the parameter scale.
+        clip_threshold (float, optional): Threshold of the update's root mean square.
+        decay_rate (float, optional): Exponent of the second-moment decay.
+        beta_1 (float, optional): Coefficient of the first moment (none kept when None).
+        weight_decay (float, optional): Weight decay factor.
+        scale_parameter (bool, optional): Scale the learning rate by the parameter's root mean square.
+        relative_step (bool, optional): Compute a time-dependent learning rate when ``learning_rate`` is None.
+        warmup_init (bool, optional): Warm the relative step up.
+    """
 
     def __init__(
         self,
@@ -492,7 +593,15 @@ class Adafactor(Optimizer):
 
 class Muon(Optimizer):
     r"""Muon: SGD momentum whose update of each 2-D (or flattened) parameter
-    is orthogonalized by Newton-Schulz iterations."""
+    is orthogonalized by Newton-Schulz iterations.
+
+    Args:
+        learning_rate (float or callable): The learning rate, or a schedule mapping the step to it.
+        momentum (float, optional): Momentum factor.
+        weight_decay (float, optional): Weight decay factor.
+        nesterov (bool, optional): Use Nesterov momentum.
+        ns_steps (int, optional): Newton-Schulz iterations.
+    """
 
     def __init__(
         self,
@@ -530,7 +639,15 @@ class Muon(Optimizer):
 
 def clip_grad_norm(grads, max_norm):
     """Scales ``grads`` (a tree) down so that their global L2 norm is at most
-    ``max_norm``; returns the scaled tree and the norm before scaling."""
+    ``max_norm``; returns the scaled tree and the norm before scaling.
+
+    Args:
+        grads (dict): Tree of gradient arrays.
+        max_norm (float): Largest global L2 norm allowed.
+
+    Returns:
+        tuple(dict, array): The clipped gradients and their norm before clipping.
+    """
     if max_norm < 0:
         raise ValueError(f"max_norm should be >=0, {max_norm} was provided instead")
     norm_squared = tree_reduce(lambda acc, g: acc + g.square().sum(), grads, 0.0)

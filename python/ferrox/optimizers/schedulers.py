@@ -11,7 +11,15 @@ __all__ = ["exponential_decay", "step_decay", "cosine_decay", "join_schedules", 
 
 
 def exponential_decay(init: float, decay_rate: float) -> Callable:
-    """``init * decay_rate ** step``."""
+    """``init * decay_rate ** step``.
+
+    Args:
+        init (float): Initial value.
+        decay_rate (float): Factor per step.
+
+    Returns:
+        callable: The schedule, mapping the step to ``init * decay_rate ** step``.
+    """
 
     def schedule(step):
         return init * decay_rate**step
@@ -20,7 +28,16 @@ def exponential_decay(init: float, decay_rate: float) -> Callable:
 
 
 def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
-    """``init * decay_rate ** (step // step_size)``."""
+    """``init * decay_rate ** (step // step_size)``.
+
+    Args:
+        init (float): Initial value.
+        decay_rate (float): Factor per ``step_size`` steps.
+        step_size (int): Steps between decays.
+
+    Returns:
+        callable: The schedule.
+    """
     if step_size < 1:
         raise ValueError(f"step_size must be greater than 0, but got {step_size}.")
 
@@ -32,7 +49,16 @@ def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
 
 def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
     """Half a cosine from ``init`` down to ``end`` over ``decay_steps``
-    steps, then ``end``."""
+    steps, then ``end``.
+
+    Args:
+        init (float): Initial value.
+        decay_steps (int): Steps to decay over.
+        end (float, optional): Final value.
+
+    Returns:
+        callable: The schedule.
+    """
     if decay_steps < 1:
         raise ValueError(f"decay_steps must be greater than 0, but got {decay_steps}.")
 
@@ -46,7 +72,15 @@ def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
 
 def join_schedules(schedules: List[Callable], boundaries: List[int]) -> Callable:
     """``schedules[i + 1]`` from step ``boundaries[i]`` on, given the steps
-    counted from that boundary."""
+    counted from that boundary.
+
+    Args:
+        schedules (list(callable)): The schedules, in order.
+        boundaries (list(int)): Steps where the next schedule starts (one fewer than ``schedules``).
+
+    Returns:
+        callable: The joined schedule.
+    """
     if len(schedules) == 0:
         raise ValueError("Must provide at least 1 schedule to join.")
     if len(schedules) != len(boundaries) + 1:
@@ -62,7 +96,16 @@ def join_schedules(schedules: List[Callable], boundaries: List[int]) -> Callable
 
 
 def linear_schedule(init: float, end: float, steps: int) -> Callable:
-    """From ``init`` to ``end`` linearly over ``steps`` steps, then ``end``."""
+    """From ``init`` to ``end`` linearly over ``steps`` steps, then ``end``.
+
+    Args:
+        init (float): Initial value.
+        end (float): Final value.
+        steps (int): Steps to go from ``init`` to ``end``.
+
+    Returns:
+        callable: The schedule.
+    """
     if steps < 1:
         raise ValueError(f"steps must be greater than 0, but got {steps}.")
 

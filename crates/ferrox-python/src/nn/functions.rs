@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 macro_rules! plain {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    x (array): Input array.\n\nReturns:\n    array: The activation, of ``x``'s shape.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (x))]
@@ -28,7 +28,7 @@ plain!(
     relu2: "Applies the ReLU² activation: max(x, 0)².",
     relu6: "Applies the Rectified Linear Unit 6: min(max(x, 0), 6).",
     softplus: "Applies the Softplus function log(1 + exp(x)), computed as logaddexp(x, 0).",
-    softsign: "Applies the Softsign function x / (1 + |x|).",
+    softsign: "Applies the Softsign function `x / (1 + |x|)`.",
     silu: "Applies the Sigmoid Linear Unit (Swish): x * sigmoid(x).",
     log_sigmoid: "Applies the Log Sigmoid function log(sigmoid(x)) = -softplus(-x).",
     gelu: "Applies the Gaussian Error Linear Unit x * Phi(x), Phi the Gaussian CDF.",
@@ -43,7 +43,7 @@ plain!(
 
 macro_rules! with_scalar {
     ($($name:ident($param:ident = $default:tt): $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    x (array): Input array.\n    ", stringify!($param), " (float, optional): Parameter of the function. Default: ", stringify!($default), ".", "\n\nReturns:\n    array: The activation, of ``x``'s shape.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (x, $param = $default))]
@@ -59,12 +59,20 @@ with_scalar!(
     elu(alpha = 1.0): "Applies the Exponential Linear Unit: x where x > 0, else alpha * (exp(x) - 1).",
     celu(alpha = 1.0): "Applies the Continuously Differentiable Exponential Linear Unit:\n\
                         max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).",
-    softshrink(lambd = 0.5): "Applies the Softshrink function: x - sign(x) * lambd where |x| > lambd, else 0.",
-    hard_shrink(lambd = 0.5): "Applies the HardShrink function: x where |x| > lambd, else 0.",
+    softshrink(lambd = 0.5): "Applies the Softshrink function: `x - sign(x) * lambd` where `|x| > lambd`, else 0.",
+    hard_shrink(lambd = 0.5): "Applies the HardShrink function: `x` where `|x| > lambd`, else 0.",
     step(threshold = 0.0): "Applies the binary step: 1 where x >= threshold, else 0 (int32).",
 );
 
 /// Applies the HardTanh function: max(min(x, max_val), min_val).
+///
+/// Args:
+///     x (array): Input array.
+///     min_val (float, optional): Lower bound. Default: ``-1``.
+///     max_val (float, optional): Upper bound. Default: ``1``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, min_val = -1.0, max_val = 1.0), text_signature = "(x, min_val=-1.0, max_val=1.0)")]
@@ -74,6 +82,13 @@ fn hard_tanh(x: &Bound<'_, PyAny>, min_val: f64, max_val: f64) -> PyResult<PyArr
 }
 
 /// Applies the element-wise parametric ReLU: max(0, x) + alpha * min(0, x).
+///
+/// Args:
+///     x (array): Input array.
+///     alpha (array): The alpha parameter.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, alpha))]
@@ -84,6 +99,13 @@ fn prelu(x: &Bound<'_, PyAny>, alpha: &Bound<'_, PyAny>) -> PyResult<PyArray> {
 
 /// Applies the gated linear unit: `axis` is split into halves a and b,
 /// giving a * sigmoid(b).
+///
+/// Args:
+///     x (array): Input array.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, axis = -1), text_signature = "(x, axis=-1)")]
@@ -111,7 +133,7 @@ impl Axes {
 
 macro_rules! along_axes {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    x (array): Input array.\n    axis (int or list(int), optional): Axis or axes to normalize over; all axes when None. Default: ``-1``.\n\nReturns:\n    array: The result, of ``x``'s shape.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (x, axis = Axes(Some(vec![-1]))), text_signature = "(x, axis=-1)")]

@@ -25,6 +25,14 @@ fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Array>> {
 
 /// An array of `shape` filled with `value` (a scalar or an array that
 /// broadcasts to `shape`), cast to `dtype`.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     value (array): The value.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, value, dtype = None))]
@@ -36,6 +44,16 @@ fn constant(shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtype: Option<&B
 
 /// Samples of `shape` from the normal distribution with mean `mean` and
 /// standard deviation `std`.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     mean (float, optional): Mean of the distribution.
+///     std (float, optional): Standard deviation.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, mean = 0.0, std = 1.0, dtype = None, key = None))]
@@ -52,6 +70,16 @@ fn normal(
 }
 
 /// Samples of `shape` from the uniform distribution on [low, high).
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     low (float, optional): Lower bound (inclusive).
+///     high (float, optional): Upper bound (exclusive).
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, low = 0.0, high = 1.0, dtype = None, key = None))]
@@ -68,6 +96,13 @@ fn uniform(
 }
 
 /// The identity matrix of a square `shape`.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, dtype = None))]
@@ -78,7 +113,7 @@ fn identity(shape: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyRes
 
 macro_rules! glorot {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    shape (int or list(int)): Shape of the result (at least 2-D).\n    gain (float, optional): Scale of the distribution. Default: ``1.0``.\n    dtype (Dtype, optional): Dtype of the result. Default: float32.\n    key (array, optional): PRNG key; the global generator's next key when None.\n\nReturns:\n    array: The initialized array.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (shape, gain = 1.0, dtype = None, key = None))]
@@ -103,7 +138,7 @@ glorot!(
 
 macro_rules! he {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    shape (int or list(int)): Shape of the result (at least 2-D).\n    mode (str, optional): ``'fan_in'`` or ``'fan_out'``: the fan the variance scales with.\n    gain (float, optional): Scale of the distribution. Default: ``1.0``.\n    dtype (Dtype, optional): Dtype of the result. Default: float32.\n    key (array, optional): PRNG key; the global generator's next key when None.\n\nReturns:\n    array: The initialized array.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (shape, mode = "fan_in", gain = 1.0, dtype = None, key = None))]
@@ -129,6 +164,17 @@ he!(
 
 /// A 2-D matrix of `shape` of normal samples (`mean`, `std`) with
 /// ceil(sparsity * columns) entries of every row set to zero.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     sparsity (float): Fraction of each column set to zero.
+///     mean (float, optional): Mean of the distribution.
+///     std (float, optional): Standard deviation.
+///     dtype (Dtype, optional): Data type of the result.
+///     key (array, optional): PRNG key; the global generator's next key when None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, sparsity, mean = 0.0, std = 1.0, dtype = None, key = None))]

@@ -24,6 +24,17 @@ fn optional(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Array>> {
 /// `targets`: class indices (the logits' shape without `axis`) or
 /// probabilities (the logits' shape). `weights` (the unreduced loss's
 /// shape) scale each loss; `label_smoothing` in [0, 1) smooths the targets.
+///
+/// Args:
+///     logits (array): Unnormalized log probabilities.
+///     targets (array): The target values.
+///     weights (array, optional): Per-class weights, or None.
+///     axis (int, optional): Axis to operate along.
+///     label_smoothing (float, optional): Label smoothing factor in [0, 1).
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(
@@ -46,6 +57,16 @@ fn cross_entropy(
 /// Computes the binary cross entropy loss of `inputs` (logits when
 /// `with_logits`, else probabilities, whose logarithms are clipped at -100)
 /// against binary `targets`, optionally scaled by `weights`.
+///
+/// Args:
+///     inputs (array): Input arrays.
+///     targets (array): The target values.
+///     weights (array, optional): Per-class weights, or None.
+///     with_logits (bool, optional): Whether ``inputs`` are logits (else probabilities).
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (inputs, targets, weights = None, with_logits = true, reduction = "mean"))]
@@ -63,7 +84,7 @@ fn binary_cross_entropy(
 
 macro_rules! pair_losses {
     ($($name:ident($a:ident, $b:ident), $default:tt: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    ", stringify!($a), " (array): Predictions.", "\n    ", stringify!($b), " (array): Targets.", "\n    reduction (str, optional): ``'none'``, ``'mean'`` or ``'sum'``.\n\nReturns:\n    array: The loss: elementwise, or reduced to a scalar.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = ($a, $b, reduction = $default))]
@@ -76,7 +97,7 @@ macro_rules! pair_losses {
 }
 
 pair_losses!(
-    l1_loss(predictions, targets), "mean": "Computes the L1 loss |predictions - targets| (equal shapes).",
+    l1_loss(predictions, targets), "mean": "Computes the L1 loss `|predictions - targets|` (equal shapes).",
     mse_loss(predictions, targets), "mean": "Computes the mean squared error loss (predictions - targets)² (equal shapes).",
     hinge_loss(inputs, targets), "none": "Computes the hinge loss max(0, 1 - inputs * targets), targets in {-1, 1}.",
     log_cosh_loss(inputs, targets), "none": "Computes the log cosh loss log(cosh(inputs - targets)) without overflow.",
@@ -84,7 +105,7 @@ pair_losses!(
 
 macro_rules! axis_losses {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    inputs (array): Predictions (log probabilities or logits).\n    targets (array): Targets.\n    axis (int, optional): Class axis. Default: ``-1``.\n    reduction (str, optional): ``'none'``, ``'mean'`` or ``'sum'``. Default: ``'none'``.\n\nReturns:\n    array: The loss: per sample, or reduced to a scalar.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(
@@ -109,6 +130,17 @@ axis_losses!(
 /// Computes the negative log likelihood loss of `targets` under a Gaussian
 /// with means `inputs` and variances `vars` (clamped below at `eps`); `full`
 /// adds the constant 0.5 * log(2 pi).
+///
+/// Args:
+///     inputs (array): Input arrays.
+///     targets (array): The target values.
+///     vars (array): Predicted variances.
+///     full (bool, optional): Include the constant term.
+///     eps (float, optional): Small constant for numerical stability.
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (inputs, targets, vars, full = false, eps = 1e-6, reduction = "mean"))]
@@ -125,8 +157,17 @@ fn gaussian_nll_loss(
     wrap(Ok(l::gaussian_nll_loss(&inputs, &targets, &vars, full, eps, red)))
 }
 
-/// Computes the smooth L1 loss: 0.5 * d² / beta where d = |predictions -
-/// targets| < beta, else d - 0.5 * beta (equal shapes).
+/// Computes the smooth L1 loss: `0.5 * d² / beta` where
+/// `d = |predictions - targets| < beta`, else `d - 0.5 * beta` (equal shapes).
+///
+/// Args:
+///     predictions (array): Predicted values.
+///     targets (array): The target values.
+///     beta (float, optional): The beta parameter.
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (predictions, targets, beta = 1.0, reduction = "mean"))]
@@ -141,8 +182,21 @@ fn smooth_l1_loss(
     wrap(Ok(l::smooth_l1_loss(&predictions, &targets, beta, red)))
 }
 
-/// Computes the triplet loss max(|A - P|_p - |A - N|_p + margin, 0), the
+/// Computes the triplet loss `max(|A - P|_p - |A - N|_p + margin, 0)`, the
 /// p-norm distances taken along `axis` with `eps` added before the root.
+///
+/// Args:
+///     anchors (array): Anchor embeddings.
+///     positives (array): Positive embeddings.
+///     negatives (array): Negative embeddings.
+///     axis (int, optional): Axis to operate along.
+///     p (float, optional): Probability.
+///     margin (float, optional): Margin of the loss.
+///     eps (float, optional): Small constant for numerical stability.
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[allow(clippy::too_many_arguments)] // MLX's parameters.
 #[guarded]
 #[pyfunction]
@@ -162,8 +216,17 @@ fn triplet_loss(
     wrap(Ok(l::triplet_loss(&a, &pos, &neg, axis, p, margin, eps, red)))
 }
 
-/// Computes the Huber loss: 0.5 * a² where |a| <= delta, else
-/// delta * (|a| - 0.5 * delta), for a = inputs - targets.
+/// Computes the Huber loss: `0.5 * a²` where `|a| <= delta`, else
+/// `delta * (|a| - 0.5 * delta)`, for `a = inputs - targets`.
+///
+/// Args:
+///     inputs (array): Input arrays.
+///     targets (array): The target values.
+///     delta (float, optional): Threshold between the quadratic and linear parts.
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (inputs, targets, delta = 1.0, reduction = "none"))]
@@ -173,8 +236,18 @@ fn huber_loss(inputs: &Bound<'_, PyAny>, targets: &Bound<'_, PyAny>, delta: f64,
     wrap(Ok(l::huber_loss(&inputs, &targets, delta, red)))
 }
 
-/// Computes the cosine similarity sum(x1 * x2) / max(|x1| * |x2|, eps)
+/// Computes the cosine similarity `sum(x1 * x2) / max(|x1| * |x2|, eps)`
 /// along `axis`.
+///
+/// Args:
+///     x1 (array): First embeddings.
+///     x2 (array): Second embeddings.
+///     axis (int, optional): Axis to operate along.
+///     eps (float, optional): Small constant for numerical stability.
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x1, x2, axis = 1, eps = 1e-8, reduction = "none"))]
@@ -192,6 +265,16 @@ fn cosine_similarity_loss(
 
 /// Computes the margin ranking loss max(0, -targets * (inputs1 - inputs2)
 /// + margin) for targets in {-1, 1} (all three one shape).
+///
+/// Args:
+///     inputs1 (array): First scores.
+///     inputs2 (array): Second scores.
+///     targets (array): The target values.
+///     margin (float, optional): Margin of the loss.
+///     reduction (str, optional): Reduction over the result: ``'none'``, ``'mean'`` or ``'sum'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (inputs1, inputs2, targets, margin = 0.0, reduction = "none"))]

@@ -17,6 +17,14 @@ use pyo3::types::{PyList, PyTuple};
 
 /// The sum of products over paired axes: `axes` is a count (the last
 /// `axes` of `a` with the first of `b`) or two sequences of axes.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     axes (int or list(list(int)), optional): The axes.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, axes = None, *, stream = None))]
@@ -48,7 +56,7 @@ fn tensordot(
 
 macro_rules! pair_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    b (array): Input array.\n\nReturns:\n    array: The product.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, b, /, *, stream = None))]
@@ -66,6 +74,14 @@ pair_fns!(
 );
 
 /// `sum(conj(a) * b)` along `axis`.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, *, axis = -1, stream = None))]
@@ -80,6 +96,16 @@ fn vecdot(
 }
 
 /// `beta * c + alpha * (a @ b)`.
+///
+/// Args:
+///     c (array): Array added to the product.
+///     a (array): Input array.
+///     b (array): Input array.
+///     alpha (float, optional): Factor of the product.
+///     beta (float, optional): Factor of ``c``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (c, a, b, /, alpha = 1.0, beta = 1.0, *, stream = None))]
@@ -97,6 +123,15 @@ fn addmm(
 
 /// The diagonal of the 2-D slices spanned by `axis1` and `axis2` (the last
 /// axis of the result).
+///
+/// Args:
+///     a (array): Input array.
+///     offset (int, optional): Offset of the diagonal (positive: above the main diagonal).
+///     axis1 (int, optional): First axis.
+///     axis2 (int, optional): Second axis.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, offset = 0, axis1 = 0, axis2 = 1, stream = None))]
@@ -113,6 +148,13 @@ fn diagonal(
 
 /// The `k`-th diagonal of a 2-D array, or a 2-D array with a 1-D one on
 /// its `k`-th diagonal.
+///
+/// Args:
+///     a (array): Input array.
+///     k (int, optional): Diagonal offset.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, k = 0, *, stream = None))]
@@ -122,6 +164,16 @@ fn diag(a: &Bound<'_, PyAny>, k: i64, stream: Option<&Bound<'_, PyAny>>) -> PyRe
 }
 
 /// The sum along a diagonal, in `dtype` (default: `a`'s).
+///
+/// Args:
+///     a (array): Input array.
+///     offset (int, optional): Offset of the diagonal (positive: above the main diagonal).
+///     axis1 (int, optional): First axis.
+///     axis2 (int, optional): Second axis.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, offset = 0, axis1 = 0, axis2 = 1, dtype = None, *, stream = None))]
@@ -141,6 +193,16 @@ fn trace(
 /// `a[lhs_indices] @ b[rhs_indices]`: the indices count over the flattened
 /// batch axes of `a` and `b` (every member when None) and broadcast
 /// together; `sorted_indices` is accepted for MLX compatibility.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     lhs_indices (array, optional): Indices into the batch of ``a``, or None.
+///     rhs_indices (array, optional): Indices into the batch of ``b``, or None.
+///     sorted_indices (bool, optional): Whether the indices are sorted (a hint). Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, lhs_indices = None, rhs_indices = None, *, sorted_indices = false, stream = None))]
@@ -161,6 +223,14 @@ fn gather_mm(
 
 /// For `a` `[M, K]`, `b` `[K, N]` and `segments` `[..., 2]` of
 /// `[start, end)` ranges over K: one product per segment, `[..., M, N]`.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     segments (array): Pairs of (start, end) offsets along the inner axis.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, segments, *, stream = None))]
@@ -178,6 +248,17 @@ fn segmented_mm(
 /// `a @ b` with `block_size` square blocks of `a` (`mask_lhs`), `b`
 /// (`mask_rhs`) and the result (`mask_out`) kept, zeroed (bool masks) or
 /// scaled (float masks).
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     block_size (int, optional): Size of the mask blocks.
+///     mask_out (array, optional): Output block mask, or None.
+///     mask_lhs (array, optional): Block mask of ``a``, or None.
+///     mask_rhs (array, optional): Block mask of ``b``, or None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, block_size = 64, mask_out = None, mask_lhs = None, mask_rhs = None, *, stream = None))]
@@ -199,6 +280,13 @@ fn block_masked_mm(
 
 /// The Walsh–Hadamard transform along the last axis (length `m * 2^k`,
 /// `m` in 1, 12, 20, 28) times `scale` (default `1/sqrt(n)`).
+///
+/// Args:
+///     a (array): Input array.
+///     scale (float, optional): Factor applied to the result (1/sqrt(n) when None).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, scale = None, stream = None))]
@@ -214,6 +302,13 @@ fn hadamard_transform(
 /// Einstein summation: `subscripts` such as `"ij,jk->ik"` name the axes of
 /// each operand (and of the result); letters missing from the result are
 /// summed over.
+///
+/// Args:
+///     subscripts (str): Einstein summation subscripts.
+///     *operands (array): The operand arrays.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (subscripts, *operands, stream = None))]
@@ -224,6 +319,13 @@ fn einsum(subscripts: &str, operands: &Bound<'_, PyTuple>, stream: Option<&Bound
 
 /// The contraction order `einsum` follows, as a list of tuples of operand
 /// positions, and a report of its scaling and FLOP counts.
+///
+/// Args:
+///     subscripts (str): Einstein summation subscripts.
+///     *operands (array): The operand arrays.
+///
+/// Returns:
+///     tuple(list(Any), str): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (subscripts, *operands))]

@@ -25,7 +25,7 @@ fn per_axis(op: &str, what: &str, obj: &Bound<'_, PyAny>, dims: usize) -> PyResu
 
 macro_rules! conv_nd {
     ($name:ident, $transpose:ident, $dims:literal, $doc:literal, $tdoc:literal) => {
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    input (array): Input array of shape ``(N, ..., C_in)`` (spatial axes in the middle).\n    weight (array): Weight array of shape ``(C_out, ..., C_in / groups)``.\n    stride (int or list(int), optional): Kernel strides, one int for every spatial axis. Default: ``1``.\n    padding (int or list(int), optional): Symmetric input padding, one int for every spatial axis. Default: ``0``.\n    dilation (int or list(int), optional): Kernel dilation, one int for every spatial axis. Default: ``1``.\n    groups (int, optional): Number of input feature groups. Default: ``1``.\n\nReturns:\n    array: The convolved array.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (input, weight, /, stride = None, padding = None, dilation = None, groups = 1, *, stream = None))]
@@ -56,7 +56,7 @@ macro_rules! conv_nd {
             wrap(on_stream(stream, || ops::conv_nd(&input, &weight, $dims, &options)))
         }
 
-        #[doc = $tdoc]
+        #[doc = concat!($tdoc, "\n\nArgs:\n    input (array): Input array of shape ``(N, ..., C_in)`` (spatial axes in the middle).\n    weight (array): Weight array of shape ``(C_out, ..., C_in / groups)``.\n    stride (int or list(int), optional): Kernel strides, one int for every spatial axis. Default: ``1``.\n    padding (int or list(int), optional): Symmetric input padding, one int for every spatial axis. Default: ``0``.\n    dilation (int or list(int), optional): Kernel dilation, one int for every spatial axis. Default: ``1``.\n    output_padding (int or list(int), optional): Extra size added to one side of each output axis. Default: ``0``.\n    groups (int, optional): Number of input feature groups. Default: ``1``.\n\nReturns:\n    array: The convolved array.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (input, weight, /, stride = None, padding = None, dilation = None, output_padding = None, groups = 1, *, stream = None))]
@@ -114,6 +114,19 @@ conv_nd!(
 /// `(C_out, ..., C_in / groups)`: strides, padding (an int, one per axis,
 /// or a pair of lists `(low, high)`), kernel and input dilation, groups and
 /// filter flipping.
+///
+/// Args:
+///     input (array): Input array.
+///     weight (array): Weight array.
+///     stride (list(int), optional): Kernel strides (one int for every spatial axis). Default: ``1``.
+///     padding (list(Any) or tuple(Any, ...), optional): Padding: one int, one per axis, or a (low, high) pair of lists.
+///     kernel_dilation (list(int), optional): Kernel dilation per spatial axis.
+///     input_dilation (list(int), optional): Input dilation per spatial axis.
+///     groups (int, optional): Number of input feature groups. Default: ``1``.
+///     flip (bool, optional): Flip the kernel (a convolution rather than a cross-correlation).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (input, weight, /, stride = None, padding = None, kernel_dilation = None, input_dilation = None, groups = 1, flip = false, *, stream = None))]
@@ -164,6 +177,14 @@ fn conv_general(
 
 /// The discrete convolution of 1D arrays (`mode` "full", "valid" or "same");
 /// the longer array is the signal and the filter is flipped.
+///
+/// Args:
+///     a (array): Input array.
+///     v (array): Values.
+///     mode (str, optional): Mode of the operation.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, v, /, mode = "full", *, stream = None))]

@@ -12,6 +12,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 /// An array of zeros.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, dtype = None, *, stream = None))]
@@ -25,6 +32,13 @@ fn zeros(
 }
 
 /// An array of ones.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, dtype = None, *, stream = None))]
@@ -41,6 +55,14 @@ fn ones(
 /// scalar is weakly typed against `dtype` (an int takes it, a float only
 /// when it is a float dtype), NumPy data and lists are converted to it, and
 /// an array given as `vals` keeps its own dtype.
+///
+/// Args:
+///     shape (int or list(int)): Shape of the result.
+///     vals (array): Fill value.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (shape, vals, dtype = None, *, stream = None))]
@@ -58,26 +80,57 @@ fn full(
     wrap(on_stream(stream, || ops::full(&shape, &vals, None)))
 }
 
-/// Zeros shaped and typed like `a`.
+/// Zeros shaped like `a`, in `dtype` (default: `a`'s).
+///
+/// Args:
+///     a (array): Input array.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
-#[pyo3(signature = (a, /, *, stream = None))]
-fn zeros_like(a: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+#[pyo3(signature = (a, /, dtype = None, *, stream = None))]
+fn zeros_like(
+    a: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
     let a = to_array(a, None)?;
-    wrap(on_stream(stream, || ops::zeros_like(&a)))
+    let dtype = args::dtype_or(dtype, a.dtype())?;
+    wrap(on_stream(stream, || ops::zeros(a.shape(), dtype)))
 }
 
-/// Ones shaped and typed like `a`.
+/// Ones shaped like `a`, in `dtype` (default: `a`'s).
+///
+/// Args:
+///     a (array): Input array.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
-#[pyo3(signature = (a, /, *, stream = None))]
-fn ones_like(a: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+#[pyo3(signature = (a, /, dtype = None, *, stream = None))]
+fn ones_like(
+    a: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyArray> {
     let a = to_array(a, None)?;
-    wrap(on_stream(stream, || ops::ones_like(&a)))
+    let dtype = args::dtype_or(dtype, a.dtype())?;
+    wrap(on_stream(stream, || ops::ones(a.shape(), dtype)))
 }
 
 /// `arange(stop)`, `arange(start, stop)` or `arange(start, stop, step)`;
 /// int32 for integer arguments, float32 if any is a float.
+///
+/// Args:
+///     *args (bool or int or float or complex): ``stop``, or ``start, stop[, step]``.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*args, dtype = None, stream = None))]
@@ -104,6 +157,16 @@ fn arange(
 
 /// `num` evenly spaced values over `[start, stop]` (`stop` left out
 /// unless `endpoint`).
+///
+/// Args:
+///     start (float): First value.
+///     stop (float): Last value.
+///     num (int, optional): Number of samples.
+///     endpoint (bool, optional): Include ``stop``.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (start, stop, num = 50, endpoint = true, dtype = None, *, stream = None))]
@@ -125,6 +188,15 @@ fn linspace(
 }
 
 /// An `n × m` matrix with ones on diagonal `k`.
+///
+/// Args:
+///     n (int): Number of rows.
+///     m (int, optional): Number of columns.
+///     k (int, optional): Diagonal offset.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (n, m = None, k = 0, dtype = None, *, stream = None))]
@@ -140,6 +212,13 @@ fn eye(
 }
 
 /// The `n × n` identity matrix.
+///
+/// Args:
+///     n (int): Number of rows and columns.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (n, dtype = None, *, stream = None))]

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 macro_rules! unary_function {
     (none, $name:ident, $doc:literal) => {};
     ($py:ident, $name:ident, $doc:literal) => {
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n\nReturns:\n    array: The result array.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, /, *, stream = None))]
@@ -50,7 +50,7 @@ ferrox::unary_ops!(unary_functions);
 macro_rules! binary_functions {
     ($($name:ident: $Var:ident, $kind:ident, $doc:literal, |$a:ident, $b:ident, $out:ident| $d:expr;)*) => {
         $(
-            #[doc = $doc]
+            #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    b (array): Input array.\n\nReturns:\n    array: The result, of the broadcast shape.")]
             #[guarded]
             #[pyfunction]
             #[pyo3(signature = (a, b, /, *, stream = None))]
@@ -70,6 +70,14 @@ macro_rules! binary_functions {
 ferrox::binary_ops!(binary_functions);
 
 /// Elementwise choice: `x` where `condition` is true, else `y`.
+///
+/// Args:
+///     condition (array): Where to take ``x``.
+///     x (array): Values where ``condition`` is true.
+///     y (array): Values elsewhere.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction(name = "where")]
 #[pyo3(signature = (condition, x, y, /, *, stream = None))]
@@ -85,6 +93,13 @@ fn where_(
 }
 
 /// Converts `a` to `dtype`.
+///
+/// Args:
+///     a (array): Input array.
+///     dtype (Dtype): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, dtype, *, stream = None))]
@@ -94,6 +109,13 @@ fn astype(a: &Bound<'_, PyAny>, dtype: PyDtype, stream: Option<&Bound<'_, PyAny>
 }
 
 /// `a`'s bytes read as `dtype` (the last axis scales with the size ratio).
+///
+/// Args:
+///     a (array): Input array.
+///     dtype (Dtype): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, dtype, stream = None))]

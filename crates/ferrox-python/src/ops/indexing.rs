@@ -14,6 +14,14 @@ use pyo3::prelude::*;
 /// Elements of `a` at `indices` along `axis` (of the flattened array when
 /// `axis` is None); the indices' shape replaces the axis. Negative indices
 /// count from the end.
+///
+/// Args:
+///     a (array): Input array.
+///     indices (array): Indices to take.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, indices, axis = None, *, stream = None))]
@@ -30,6 +38,14 @@ fn take(
 /// Elements of `a` at `indices` along `axis`: `indices` has `a`'s rank and
 /// broadcasts with it on the other axes (the flattened array when `axis`
 /// is None).
+///
+/// Args:
+///     a (array): Input array.
+///     indices (array): Indices, broadcastable against ``a``.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, indices, axis = None, *, stream = None))]
@@ -45,6 +61,15 @@ fn take_along_axis(
 
 /// `a` with `values` (broadcast to the indices' shape) written at
 /// `indices` along `axis` (into the flattened array when `axis` is None).
+///
+/// Args:
+///     a (array): Input array.
+///     indices (array): Indices, broadcastable against ``a``.
+///     values (array): Values to write.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, indices, values, axis = None, *, stream = None))]
@@ -63,6 +88,15 @@ fn put_along_axis(
 /// The window of extents `slice_size` (one per axis of `a`) that starts at
 /// `start_indices[k]` along `axes[k]` and at 0 along the other axes; the
 /// starts are an array, so they can be computed.
+///
+/// Args:
+///     a (array): Input array.
+///     start_indices (array): Start index on each axis.
+///     axes (int or list(int)): The axes ``start_indices`` index.
+///     slice_size (int or list(int)): Size of the slice on each of ``axes``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, start_indices, axes, slice_size, *, stream = None))]
@@ -82,6 +116,15 @@ fn slice(
 /// `a` with the window of `update`'s shape that starts at
 /// `start_indices[k]` along `axes[k]` (and at 0 elsewhere) replaced by
 /// `update`.
+///
+/// Args:
+///     a (array): Input array.
+///     update (array): The values to write.
+///     start_indices (array): Start index on each axis.
+///     axes (int or list(int)): The axes ``start_indices`` index.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, update, start_indices, axes, *, stream = None))]

@@ -10,6 +10,13 @@ use pyo3::prelude::*;
 
 /// The matrix product with NumPy's rules for 1-D operands and broadcast
 /// batch axes.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, *, stream = None))]

@@ -15,7 +15,7 @@ use pyo3::types::PyList;
 
 macro_rules! unary_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n\nReturns:\n    array: The result array.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, /, *, stream = None))]
@@ -35,6 +35,12 @@ unary_fns!(
 );
 
 /// The complex conjugate (MLX's alias of `conj`).
+///
+/// Args:
+///     a (array): Input array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, *, stream = None))]
@@ -44,6 +50,13 @@ fn conjugate(a: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResul
 }
 
 /// Rounds to `decimals` decimal places, halves to even.
+///
+/// Args:
+///     a (array): Input array.
+///     decimals (int, optional): Number of decimal places. Default: ``0``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, decimals = 0, stream = None))]
@@ -54,7 +67,7 @@ pub(crate) fn round(a: &Bound<'_, PyAny>, decimals: i32, stream: Option<&Bound<'
 
 macro_rules! logical_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    b (array): Input array.\n\nReturns:\n    array: The boolean result, of the broadcast shape.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, b, /, *, stream = None))]
@@ -73,6 +86,13 @@ logical_fns!(
 );
 
 /// `[floor_divide(a, b), remainder(a, b)]` (a list, as MLX returns).
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///
+/// Returns:
+///     list(Any): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, *, stream = None))]
@@ -87,6 +107,14 @@ fn divmod<'py>(
 }
 
 /// `a` limited to `[a_min, a_max]` (either bound may be None, not both).
+///
+/// Args:
+///     a (array): Input array.
+///     a_min (array): Lower bound, or None.
+///     a_max (array): Upper bound, or None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, a_min, a_max, *, stream = None))]
@@ -113,6 +141,15 @@ fn clip(
 
 /// NaN and ±infinity replaced by finite numbers (by default 0 and the
 /// dtype's largest and lowest finite values).
+///
+/// Args:
+///     a (array): Input array.
+///     nan (float, optional): Replacement of NaN.
+///     posinf (float, optional): Replacement of +inf (the dtype's maximum when None).
+///     neginf (float, optional): Replacement of -inf (the dtype's minimum when None).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, nan = 0.0, posinf = None, neginf = None, *, stream = None))]
@@ -128,6 +165,16 @@ fn nan_to_num(
 }
 
 /// Elementwise `|a - b| <= atol + rtol * |b|` (bool result).
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     rtol (float, optional): Relative tolerance.
+///     atol (float, optional): Absolute tolerance.
+///     equal_nan (bool, optional): Whether NaNs compare equal. Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, rtol = 1e-5, atol = 1e-8, *, equal_nan = false, stream = None))]
@@ -144,6 +191,16 @@ fn isclose(
 }
 
 /// Whether every pair of elements is close (see `isclose`); a 0-d bool.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     rtol (float, optional): Relative tolerance.
+///     atol (float, optional): Absolute tolerance.
+///     equal_nan (bool, optional): Whether NaNs compare equal. Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, /, rtol = 1e-5, atol = 1e-8, *, equal_nan = false, stream = None))]
@@ -160,6 +217,14 @@ fn allclose(
 }
 
 /// Whether two arrays have one shape and equal elements; a 0-d bool.
+///
+/// Args:
+///     a (array): Input array.
+///     b (array): Input array.
+///     equal_nan (bool, optional): Whether NaNs compare equal. Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, b, *, equal_nan = false, stream = None))]
@@ -174,6 +239,14 @@ fn array_equal(
 }
 
 /// The `n`-th forward difference along `axis`.
+///
+/// Args:
+///     a (array): Input array.
+///     n (int, optional): Number of elements.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, n = 1, axis = -1, *, stream = None))]

@@ -32,6 +32,9 @@ fn collect_arrays(root: &Bound<'_, PyAny>, out: &mut Vec<Array>) -> PyResult<()>
 }
 
 /// Evaluates the arrays (in any nesting of lists, tuples and dicts).
+///
+/// Args:
+///     *args (Any): Positional arguments.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*args))]
@@ -43,6 +46,9 @@ fn eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
 
 /// Starts evaluating the arrays (in any nesting of lists, tuples and dicts)
 /// and returns without waiting; reading a result waits.
+///
+/// Args:
+///     *args (Any): Positional arguments.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*args))]
@@ -53,6 +59,9 @@ fn async_eval(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
 }
 
 /// Bytes held by live array buffers.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn get_active_memory() -> usize {
@@ -60,6 +69,9 @@ fn get_active_memory() -> usize {
 }
 
 /// The most bytes held at once since start or the last reset.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn get_peak_memory() -> usize {
@@ -75,6 +87,9 @@ fn reset_peak_memory() -> PyResult<()> {
 }
 
 /// Bytes held by freed buffers kept for reuse.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn get_cache_memory() -> usize {
@@ -82,6 +97,12 @@ fn get_cache_memory() -> usize {
 }
 
 /// Limits the bytes kept for reuse; returns the previous limit.
+///
+/// Args:
+///     limit (int): Limit in bytes.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn set_cache_limit(limit: usize) -> usize {
@@ -90,10 +111,32 @@ fn set_cache_limit(limit: usize) -> usize {
 
 /// Limits the bytes of live buffers per device; an evaluation that would
 /// exceed it raises. Returns the previous limit.
+///
+/// Args:
+///     limit (int): Limit in bytes.
+///
+/// Returns:
+///     int: The result.
 #[guarded]
 #[pyfunction]
 fn set_memory_limit(limit: usize) -> usize {
     ferrox::set_memory_limit(limit)
+}
+
+/// Set the wired size limit: the bytes kept resident in unified memory, a
+/// Metal setting. Without Metal it has no effect and returns 0, as in MLX's
+/// CPU and CUDA builds.
+///
+/// Args:
+///     limit (int): The wired limit in bytes.
+///
+/// Returns:
+///     int: The previous wired limit in bytes (always 0 here).
+#[guarded]
+#[pyfunction]
+fn set_wired_limit(limit: usize) -> usize {
+    let _ = limit;
+    0
 }
 
 /// Frees every buffer kept for reuse.
@@ -116,6 +159,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         get_cache_memory,
         set_cache_limit,
         set_memory_limit,
+        set_wired_limit,
         clear_cache
     );
     Ok(())

@@ -44,5 +44,32 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sort::register(m)?;
     memory::register(m)?;
     quantized::register(m)?;
+    register_aliases(m)
+}
+
+/// The array API's names for ops MLX already has, each bound to the same
+/// function object as MLX binds them (`ferrox.acos is ferrox.arccos`).
+const ALIASES: &[(&str, &str)] = &[
+    ("acos", "arccos"),
+    ("acosh", "arccosh"),
+    ("asin", "arcsin"),
+    ("asinh", "arcsinh"),
+    ("atan", "arctan"),
+    ("atanh", "arctanh"),
+    ("atan2", "arctan2"),
+    ("bitwise_left_shift", "left_shift"),
+    ("bitwise_right_shift", "right_shift"),
+    ("cumulative_prod", "cumprod"),
+    ("cumulative_sum", "cumsum"),
+    ("empty", "zeros"),
+    ("empty_like", "zeros_like"),
+    ("pow", "power"),
+];
+
+/// Adds [`ALIASES`] to the module (after the functions they name).
+fn register_aliases(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    for (alias, name) in ALIASES {
+        m.add(*alias, m.getattr(*name)?)?;
+    }
     Ok(())
 }

@@ -34,6 +34,13 @@ fn opt_array(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Array>> {
 }
 
 /// Converts e4m3 fp8 bytes (uint8) to `dtype` (default bfloat16).
+///
+/// Args:
+///     x (array): Input array.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, /, dtype = None, *, stream = None))]
@@ -49,6 +56,12 @@ fn from_fp8(
 
 /// Converts a float array to e4m3 fp8 bytes (uint8), rounding to nearest
 /// even and saturating at ±448.
+///
+/// Args:
+///     x (array): Input array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, /, *, stream = None))]
@@ -60,6 +73,16 @@ fn to_fp8(x: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<P
 /// Quantizes `w` along its last axis in groups of `group_size`: a list
 /// `[w_q, scales, biases]` for mode "affine", `[w_q, scales]` for
 /// "mxfp4", "mxfp8" and "nvfp4".
+///
+/// Args:
+///     w (array): Weight matrix.
+///     group_size (int, optional): Number of elements that share one scale and bias.
+///     bits (int, optional): Number of bits per quantized element.
+///     mode (str, optional): Quantization mode: ``'affine'``, ``'mxfp4'``, ``'mxfp8'`` or ``'nvfp4'``.
+///     global_scale (array, optional): Global scale of the ``nvfp4`` mode, or None.
+///
+/// Returns:
+///     list(Any): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (w, /, group_size = None, bits = None, mode = "affine", *, global_scale = None, stream = None))]
@@ -81,6 +104,19 @@ fn quantize<'py>(
 /// Dequantizes `w` with its scales (and biases for "affine"); `dtype`
 /// chooses the result type (default: that of the scales and biases for
 /// affine, bfloat16 otherwise).
+///
+/// Args:
+///     w (array): Weight matrix.
+///     scales (array): Quantization scales.
+///     biases (array, optional): Quantization biases (None for modes without).
+///     group_size (int, optional): Number of elements that share one scale and bias.
+///     bits (int, optional): Number of bits per quantized element.
+///     mode (str, optional): Quantization mode of ``w``.
+///     global_scale (array, optional): Global scale of the ``nvfp4`` mode, or None.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (w, /, scales, biases = None, group_size = None, bits = None, mode = "affine", global_scale = None, dtype = None, *, stream = None))]
@@ -104,6 +140,19 @@ fn dequantize(
 
 /// `x @ w.T` (or `x @ w` when `transpose` is False) with the quantized
 /// matrix `w`.
+///
+/// Args:
+///     x (array): Input array.
+///     w (array): Weight matrix.
+///     scales (array): Quantization scales.
+///     biases (array, optional): Quantization biases (None for modes without).
+///     transpose (bool, optional): Whether ``w`` is transposed.
+///     group_size (int, optional): Number of elements that share one scale and bias.
+///     bits (int, optional): Number of bits per quantized element.
+///     mode (str, optional): Quantization mode of ``w``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, w, /, scales, biases = None, transpose = true, group_size = None, bits = None, mode = "affine", *, stream = None))]
@@ -129,6 +178,23 @@ fn quantized_matmul(
 /// The quantized `gather_mm`: products of matrices of `x` and of the
 /// quantized `w` picked by `lhs_indices` and `rhs_indices` (flat indices
 /// over their batch axes).
+///
+/// Args:
+///     x (array): Input array.
+///     w (array): Weight matrix.
+///     scales (array): Quantization scales.
+///     biases (array, optional): Quantization biases (None for modes without).
+///     lhs_indices (array, optional): Indices into the batch of ``a``, or None.
+///     rhs_indices (array, optional): Indices into the batch of ``b``, or None.
+///     transpose (bool, optional): Whether ``w`` is transposed.
+///     group_size (int, optional): Number of elements that share one scale and bias.
+///     bits (int, optional): Number of bits per quantized element.
+///     mode (str, optional): Quantization mode of ``w``.
+///     global_scale (array, optional): Global scale of the ``nvfp4`` mode, or None.
+///     sorted_indices (bool, optional): Whether the indices are sorted (a hint). Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, w, /, scales, biases = None, lhs_indices = None, rhs_indices = None, transpose = true, group_size = None, bits = None, mode = "affine", global_scale = None, *, sorted_indices = false, stream = None))]
@@ -171,6 +237,19 @@ fn gather_qmm(
 
 /// A matrix product with `x` (and `w`, unless given quantized with its
 /// `scales`) quantized on the fly: `x_hat @ w_hat.T` in `x`'s dtype.
+///
+/// Args:
+///     x (array): Input array.
+///     w (array): Weight matrix.
+///     scales (array, optional): Quantization scales.
+///     group_size (int, optional): Number of elements that share one scale and bias.
+///     bits (int, optional): Number of bits per quantized element.
+///     mode (str, optional): Quantization mode.
+///     global_scale_x (array, optional): Global scale of ``x`` (``nvfp4``), or None.
+///     global_scale_w (array, optional): Global scale of ``w`` (``nvfp4``), or None.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, w, /, scales = None, group_size = None, bits = None, mode = "nvfp4", global_scale_x = None, global_scale_w = None, *, stream = None))]

@@ -27,6 +27,14 @@ fn array_tuple<'py>(py: Python<'py>, arrays: Vec<Array>) -> PyResult<Bound<'py, 
 }
 
 /// `a` with axis `source` moved to position `destination`.
+///
+/// Args:
+///     a (array): Input array.
+///     source (int): Axis to move.
+///     destination (int): Its new position.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, source, destination, *, stream = None))]
@@ -41,6 +49,13 @@ fn moveaxis(
 }
 
 /// `a` with its axes permuted (reversed when `axes` is None).
+///
+/// Args:
+///     a (array): Input array.
+///     axes (int or list(int), optional): The axes.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axes = None, *, stream = None))]
@@ -72,6 +87,12 @@ fn atleast(
 }
 
 /// Each array with at least one dimension.
+///
+/// Args:
+///     *arys (array): Input arrays.
+///
+/// Returns:
+///     Any: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*arys, stream = None))]
@@ -80,6 +101,12 @@ fn atleast_1d(py: Python<'_>, arys: &Bound<'_, PyTuple>, stream: Option<&Bound<'
 }
 
 /// Each array with at least two dimensions.
+///
+/// Args:
+///     *arys (array): Input arrays.
+///
+/// Returns:
+///     Any: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*arys, stream = None))]
@@ -88,6 +115,12 @@ fn atleast_2d(py: Python<'_>, arys: &Bound<'_, PyTuple>, stream: Option<&Bound<'
 }
 
 /// Each array with at least three dimensions.
+///
+/// Args:
+///     *arys (array): Input arrays.
+///
+/// Returns:
+///     Any: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*arys, stream = None))]
@@ -96,6 +129,13 @@ fn atleast_3d(py: Python<'_>, arys: &Bound<'_, PyTuple>, stream: Option<&Bound<'
 }
 
 /// `a` repeated `reps` times along each axis.
+///
+/// Args:
+///     a (array): Input array.
+///     reps (int or list(int)): Repetitions along each axis.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, reps, /, *, stream = None))]
@@ -107,6 +147,14 @@ fn tile(a: &Bound<'_, PyAny>, reps: &Bound<'_, PyAny>, stream: Option<&Bound<'_,
 
 /// Each element repeated `repeats` times along `axis` (of the flattened
 /// array when None).
+///
+/// Args:
+///     array (array): Input array.
+///     repeats (int): Number of repetitions of each element.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (array, repeats, axis = None, *, stream = None))]
@@ -122,6 +170,14 @@ fn repeat(
 
 /// Elements shifted along `axis` with wrap-around (the flattened array
 /// when `axis` is None).
+///
+/// Args:
+///     a (array): Input array.
+///     shift (int or list(int)): Shift along each of ``axis``.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, shift, axis = None, *, stream = None))]
@@ -160,6 +216,15 @@ fn pad_widths(obj: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<(i64, i64)>> 
 }
 
 /// `a` padded with `pad_width` elements per axis, filled as `mode` says.
+///
+/// Args:
+///     a (array): Input array.
+///     pad_width (int or list(int) or list(list(int))): Padding: one int, one (before, after) pair, or one pair per axis.
+///     mode (str, optional): ``'constant'`` or ``'edge'``.
+///     constant_values (array, optional): Fill value of ``mode='constant'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, pad_width, mode = "constant", constant_values = None, *, stream = None))]
@@ -181,6 +246,14 @@ fn pad(
 }
 
 /// `a` cut into equal parts (an int) or at indices (a sequence) along `axis`.
+///
+/// Args:
+///     a (array): Input array.
+///     indices_or_sections (int or list(int)): Number of equal sections, or indices where to split.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     list(Any): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, indices_or_sections, axis = 0, *, stream = None))]
@@ -200,6 +273,14 @@ fn split<'py>(
 }
 
 /// Axis `axis` replaced by the axes `shape`.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int): Axis to operate along.
+///     shape (int or list(int)): Shape the axis becomes.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis, shape, *, stream = None))]
@@ -215,6 +296,13 @@ fn unflatten(
 }
 
 /// `a` reversed along `axis` (every axis when None).
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, *, stream = None))]
@@ -225,6 +313,13 @@ fn flip(a: &Bound<'_, PyAny>, axis: Option<&Bound<'_, PyAny>>, stream: Option<&B
 }
 
 /// The slices of `x` along `axis`, as a tuple.
+///
+/// Args:
+///     x (array): Input array.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     tuple(Any, ...): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, /, *, axis = 0, stream = None))]
@@ -239,6 +334,12 @@ fn unstack<'py>(
 }
 
 /// The arrays broadcast against each other (a list).
+///
+/// Args:
+///     *arrays (array): Input arrays.
+///
+/// Returns:
+///     list(Any): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*arrays, stream = None))]
@@ -252,6 +353,12 @@ fn broadcast_arrays<'py>(
 }
 
 /// The shape the given shapes broadcast to.
+///
+/// Args:
+///     *shapes (int or list(int)): Shapes to broadcast together.
+///
+/// Returns:
+///     tuple(Any, ...): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*shapes))]
@@ -274,6 +381,14 @@ fn broadcast_shapes<'py>(py: Python<'py>, shapes: &Bound<'py, PyTuple>) -> PyRes
 }
 
 /// Coordinate grids from 1-D arrays (a tuple).
+///
+/// Args:
+///     *arrays (array): Input arrays.
+///     sparse (bool, optional): Return sparse grids (singleton axes) instead of full ones.
+///     indexing (str, optional): ``'xy'`` (Cartesian) or ``'ij'`` (matrix).
+///
+/// Returns:
+///     tuple(Any, ...): The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (*arrays, sparse = false, indexing = "xy", stream = None))]
@@ -290,6 +405,13 @@ fn meshgrid<'py>(
 }
 
 /// `a` with a dense row-major layout (column-major too when allowed).
+///
+/// Args:
+///     a (array): Input array.
+///     allow_col_major (bool, optional): Accept a column-major layout as contiguous.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, allow_col_major = false, *, stream = None))]
@@ -300,6 +422,13 @@ fn contiguous(a: &Bound<'_, PyAny>, allow_col_major: bool, stream: Option<&Bound
 
 /// Joins arrays along an existing axis (the flattened arrays when `axis`
 /// is None); the array API's name for `concatenate`.
+///
+/// Args:
+///     arrays (list(array)): Input arrays.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (arrays, axis = 0, *, stream = None))]
@@ -315,6 +444,15 @@ fn concat(arrays: &Bound<'_, PyAny>, axis: Option<isize>, stream: Option<&Bound<
 }
 
 /// An `n × m` matrix of ones at and below diagonal `k`, zeros above.
+///
+/// Args:
+///     n (int): Number of rows.
+///     m (int, optional): Number of columns.
+///     k (int, optional): Diagonal offset.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (n, m = None, k = 0, dtype = None, *, stream = None))]
@@ -330,6 +468,13 @@ fn tri(
 }
 
 /// `x` with the elements above diagonal `k` of its last two axes zeroed.
+///
+/// Args:
+///     x (array): Input array.
+///     k (int, optional): Diagonal offset.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, k = 0, *, stream = None))]
@@ -339,6 +484,13 @@ fn tril(x: &Bound<'_, PyAny>, k: i64, stream: Option<&Bound<'_, PyAny>>) -> PyRe
 }
 
 /// `x` with the elements below diagonal `k` of its last two axes zeroed.
+///
+/// Args:
+///     x (array): Input array.
+///     k (int, optional): Diagonal offset.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (x, k = 0, *, stream = None))]
@@ -349,7 +501,7 @@ fn triu(x: &Bound<'_, PyAny>, k: i64, stream: Option<&Bound<'_, PyAny>>) -> PyRe
 
 macro_rules! window_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    M (int): Number of points.\n\nReturns:\n    array: The window, float32 of shape ``(M,)``.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (M, *, stream = None))]
@@ -368,6 +520,14 @@ window_fns!(
 );
 
 /// An array of `a`'s shape filled with `vals`, in `dtype` (default: `a`'s).
+///
+/// Args:
+///     a (array): Input array.
+///     vals (array): Fill value.
+///     dtype (Dtype, optional): Data type of the result.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, vals, dtype = None, *, stream = None))]
@@ -385,6 +545,14 @@ fn full_like(
 
 /// `a` as an array (MLX's `asarray`: `array(a, dtype)`; an array of the
 /// requested dtype is returned as is).
+///
+/// Args:
+///     a (array): Input array.
+///     dtype (Dtype, optional): Data type of the result.
+///     copy (bool, optional): Whether to copy.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, dtype = None, *, copy = None))]
@@ -408,6 +576,15 @@ fn asarray(a: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, copy: Option<
 /// A view of `a`'s elements (in row-major order) with `shape`, `strides`
 /// (in elements; default row-major) and `offset`; views that reach outside
 /// the array raise ValueError.
+///
+/// Args:
+///     a (array): Input array.
+///     shape (int or list(int), optional): Shape of the view (``a``'s when None).
+///     strides (int or list(int), optional): Strides in elements (row-major when None).
+///     offset (int, optional): Offset of the first element.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, shape = None, strides = None, offset = 0, *, stream = None))]
@@ -429,6 +606,13 @@ fn as_strided(
 
 /// `inputs` (an array or a sequence of them), returned so that evaluating
 /// them first evaluates `dependencies`.
+///
+/// Args:
+///     inputs (list(int)): Arrays to return.
+///     dependencies (list(int)): Arrays that must be evaluated first.
+///
+/// Returns:
+///     Any: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (inputs, dependencies))]

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 macro_rules! reduce_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    axis (int or list(int), optional): Axis or axes to reduce over; all axes when None.\n    keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.\n\nReturns:\n    array: The array with the axes reduced.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
@@ -40,6 +40,14 @@ reduce_fns!(
 );
 
 /// The number of nonzero elements over `axis` (all axes when None), as int32.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///     keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, *, axis = None, keepdims = false, stream = None))]
@@ -56,7 +64,7 @@ fn count_nonzero(
 
 macro_rules! moment_fns {
     ($($fname:ident => $name:ident, $pyname:literal: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    axis (int or list(int), optional): Axis or axes to reduce over; all axes when None.\n    keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.\n    ddof (int, optional): Delta degrees of freedom: the divisor is ``N - ddof``. Default: ``0``.\n\nReturns:\n    array: The array with the axes reduced.")]
         #[guarded]
         #[pyfunction(name = $pyname)]
         #[pyo3(signature = (a, /, axis = None, keepdims = false, ddof = 0, *, stream = None))]
@@ -81,7 +89,7 @@ moment_fns!(
 
 macro_rules! arg_reduce_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    axis (int, optional): Axis to reduce along; the flattened array when None.\n    keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.\n\nReturns:\n    array: The uint32 indices.")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
@@ -99,6 +107,14 @@ arg_reduce_fns!(
 
 /// `exp(a) / sum(exp(a))` over `axis` (all axes when None), computed
 /// without overflow; `precise` computes half floats in float32.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///     precise (bool, optional): Compute half floats in float32.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, *, precise = false, stream = None))]

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 /// it first).
 macro_rules! scan_fns_with_dtype {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    axis (int, optional): Axis to scan along; the flattened array when None.\n    reverse (bool, optional): Scan from the end of the axis. Default: ``False``.\n    inclusive (bool, optional): Include element ``i`` in output ``i``. Default: ``True``.\n    dtype (Dtype, optional): Dtype to compute in and return; from ``a`` when None.\n\nReturns:\n    array: The cumulative results, of ``a``'s shape (flattened when ``axis`` is None).")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, /, axis = None, *, reverse = false, inclusive = true, dtype = None, stream = None))]
@@ -49,7 +49,7 @@ scan_fns_with_dtype!(
 
 macro_rules! scan_fns {
     ($($name:ident: $doc:literal),* $(,)?) => {$(
-        #[doc = $doc]
+        #[doc = concat!($doc, "\n\nArgs:\n    a (array): Input array.\n    axis (int, optional): Axis to scan along; the flattened array when None.\n    reverse (bool, optional): Scan from the end of the axis. Default: ``False``.\n    inclusive (bool, optional): Include element ``i`` in output ``i``. Default: ``True``.\n\nReturns:\n    array: The cumulative results, of ``a``'s shape (flattened when ``axis`` is None).")]
         #[guarded]
         #[pyfunction]
         #[pyo3(signature = (a, /, axis = None, *, reverse = false, inclusive = true, stream = None))]

@@ -10,6 +10,13 @@ use ferrox_python_macros::guarded;
 use pyo3::prelude::*;
 
 /// `a` with a new shape (an int or a sequence; one entry may be -1).
+///
+/// Args:
+///     a (array): Input array.
+///     shape (int or list(int)): New shape; one entry may be -1.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, shape, *, stream = None))]
@@ -20,6 +27,13 @@ fn reshape(a: &Bound<'_, PyAny>, shape: &Bound<'_, PyAny>, stream: Option<&Bound
 }
 
 /// Permutes the axes (reverses them by default).
+///
+/// Args:
+///     a (array): Input array.
+///     axes (int or list(int), optional): The axes.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axes = None, *, stream = None))]
@@ -34,6 +48,14 @@ fn transpose(
 }
 
 /// Swaps two axes.
+///
+/// Args:
+///     a (array): Input array.
+///     axis1 (int): First axis.
+///     axis2 (int): Second axis.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis1, axis2, *, stream = None))]
@@ -42,7 +64,29 @@ fn swapaxes(a: &Bound<'_, PyAny>, axis1: isize, axis2: isize, stream: Option<&Bo
     wrap(on_stream(stream, || ops::swapaxes(&a, axis1, axis2)))
 }
 
+/// Swaps the last two axes of `a` (at least 2-d; ValueError otherwise).
+///
+/// Args:
+///     a (array): Input array.
+///
+/// Returns:
+///     array: The result array.
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (a, /, *, stream = None))]
+fn matrix_transpose(a: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+    let a = to_array(a, None)?;
+    wrap(on_stream(stream, || ops::matrix_transpose(&a)))
+}
+
 /// `a` broadcast to `shape`.
+///
+/// Args:
+///     a (array): Input array.
+///     shape (int or list(int)): Target shape.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, shape, *, stream = None))]
@@ -57,6 +101,13 @@ fn broadcast_to(
 }
 
 /// Inserts extent-1 axes.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis, *, stream = None))]
@@ -67,6 +118,13 @@ fn expand_dims(a: &Bound<'_, PyAny>, axis: &Bound<'_, PyAny>, stream: Option<&Bo
 }
 
 /// Removes extent-1 axes (the given ones, or all).
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, *, stream = None))]
@@ -81,6 +139,14 @@ fn squeeze(
 }
 
 /// Merges axes `start_axis..=end_axis` into one.
+///
+/// Args:
+///     a (array): Input array.
+///     start_axis (int, optional): First axis to flatten.
+///     end_axis (int, optional): Last axis to flatten.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, start_axis = 0, end_axis = -1, *, stream = None))]
@@ -95,6 +161,13 @@ fn flatten(
 }
 
 /// Joins arrays along an existing axis.
+///
+/// Args:
+///     arrays (list(array)): Input arrays.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (arrays, /, axis = 0, *, stream = None))]
@@ -104,6 +177,13 @@ fn concatenate(arrays: &Bound<'_, PyAny>, axis: isize, stream: Option<&Bound<'_,
 }
 
 /// Joins arrays of one shape along a new axis.
+///
+/// Args:
+///     arrays (list(array)): Input arrays.
+///     axis (int, optional): Axis to operate along.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (arrays, /, axis = 0, *, stream = None))]
@@ -119,6 +199,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         reshape,
         transpose,
         swapaxes,
+        matrix_transpose,
         broadcast_to,
         expand_dims,
         squeeze,

@@ -14,6 +14,13 @@ use pyo3::prelude::*;
 /// None; the last axis by default). The sort is stable: equal elements keep
 /// their relative order. NaN values are placed at the end; complex numbers
 /// sort by real part, then imaginary part.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = Some(-1), *, stream = None))]
@@ -25,6 +32,13 @@ fn sort(a: &Bound<'_, PyAny>, axis: Option<isize>, stream: Option<&Bound<'_, PyA
 /// Returns the indices that sort the array along `axis` (the flattened array
 /// when None; the last axis by default), as uint32. The sort is stable:
 /// equal elements keep their relative order. NaN values are placed at the end.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = Some(-1), *, stream = None))]
@@ -38,6 +52,14 @@ fn argsort(a: &Bound<'_, PyAny>, axis: Option<isize>, stream: Option<&Bound<'_, 
 /// is in its sorted position, the elements before it are less or equal to it
 /// and the elements after it greater or equal. The order within the
 /// partitions is unspecified (ferrox returns them sorted).
+///
+/// Args:
+///     a (array): Input array.
+///     kth (int): Index of the element placed in its sorted position.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, kth, axis = Some(-1), *, stream = None))]
@@ -56,6 +78,14 @@ fn partition(
 /// position `kth` is that of the element sorted there, the indices before
 /// it are of elements less or equal to it and those after it of elements
 /// greater or equal. The order within the partitions is unspecified.
+///
+/// Args:
+///     a (array): Input array.
+///     kth (int): Index of the element in its sorted position.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, kth, axis = Some(-1), *, stream = None))]
@@ -72,6 +102,14 @@ fn argpartition(
 /// Returns the `k` largest elements of the array along `axis` (the flattened
 /// array when None; the last axis by default). The elements are not
 /// necessarily in sorted order; NaN counts as the largest value.
+///
+/// Args:
+///     a (array): Input array.
+///     k (int): Number of elements to keep.
+///     axis (int, optional): Axis to operate along; None means the flattened array.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, k, axis = Some(-1), *, stream = None))]
@@ -84,6 +122,14 @@ fn topk(a: &Bound<'_, PyAny>, k: isize, axis: Option<isize>, stream: Option<&Bou
 /// sorted value, or the mean of the two middle ones. Integers and bool give
 /// float32; a NaN among the values gives NaN. `keepdims` keeps the reduced
 /// axes as singleton dimensions.
+///
+/// Args:
+///     a (array): Input array.
+///     axis (int or list(int), optional): Axis or axes to operate over; None means all axes (or the flattened array).
+///     keepdims (bool, optional): Keep the reduced axes as singleton dimensions. Default: ``False``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (a, /, axis = None, keepdims = false, *, stream = None))]
@@ -102,6 +148,14 @@ fn median(
 /// when inserting `values` (any shape): with `side='left'` the number of
 /// elements strictly less than each value, with `side='right'` the number
 /// less than or equal to it. Returns uint32 with the shape of `values`.
+///
+/// Args:
+///     sorted_sequence (array): 1-D ascending array.
+///     values (array): Values to insert.
+///     side (str, optional): ``'left'`` or ``'right'``.
+///
+/// Returns:
+///     array: The result array.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (sorted_sequence, values, /, side = "left", *, stream = None))]

@@ -41,7 +41,7 @@ fn index_axes(op: &'static str, a: &Array, indices: &[Array], axes: &[isize]) ->
     let axes = axes
         .iter()
         .map(|&ax| {
-            normalize_axis(ax, a.ndim()).ok_or_else(|| Error::IndexArgument {
+            normalize_axis(ax, a.ndim()).ok_or_else(|| Error::AxisArgument {
                 op,
                 msg: format!("Invalid axis {ax} for array with {} dimensions.", a.ndim()),
             })
@@ -188,7 +188,7 @@ pub fn take(a: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
 
 /// An axis argument of the along-axis ops, as an IndexError when out of range.
 fn resolve_axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
-    normalize_axis(axis, ndim).ok_or_else(|| Error::IndexArgument {
+    normalize_axis(axis, ndim).ok_or_else(|| Error::AxisArgument {
         op,
         msg: format!("Received invalid axis {axis} for array with {ndim} dimensions."),
     })

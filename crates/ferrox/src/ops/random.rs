@@ -63,15 +63,25 @@ pub fn seed(seed: u64) {
 /// behind a lock, so threads draw distinct keys.
 pub fn next_key() -> Result<Array> {
     let mut state = DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner());
-    let k = state.get_or_insert_with(|| {
-        let millis =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        seed_words(millis)
-    });
+    let k = state.get_or_insert_with(time_seed_words);
     // split(k) is bits((2, 2)): row 0 the new state, row 1 the key.
     let words = key_words(*k, 4);
     *k = [words[0], words[1]];
     Array::from_slice(&words[2..], &[2])
+}
+
+/// The first state of an unseeded sequence: the time in milliseconds.
+fn time_seed_words() -> [u32; 2] {
+    let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    seed_words(millis)
+}
+
+/// The global key sequence's current state, a uint32 key of shape `[2]`
+/// (MLX's `random.state[0]`), without advancing it: after `seed(s)` it is
+/// `key(s)`; the next sampler without a key splits it.
+pub fn state() -> Result<Array> {
+    let mut state = DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner());
+    Array::from_slice(state.get_or_insert_with(time_seed_words), &[2])
 }
 
 /// The given key, or the next key of the global sequence.
@@ -323,7 +333,7 @@ pub enum Draws<'a> {
 pub fn categorical(logits: &Array, axis: isize, draws: Draws<'_>, key: Option<&Array>) -> Result<Array> {
     let key = resolve(key)?;
     let ndim = logits.ndim();
-    let ax = crate::shape::normalize_axis(axis, ndim).ok_or_else(|| Error::IndexArgument {
+    let ax = crate::shape::normalize_axis(axis, ndim).ok_or_else(|| Error::AxisArgument {
         op: "categorical",
         msg: format!("Invalid axis {axis} for logits with {ndim} dimensions."),
     })?;

@@ -40,7 +40,7 @@ fn update_axis(base: &Array, update: &Array, ax: usize, start: usize) -> Result<
 pub fn moveaxis(a: &Array, source: isize, destination: isize) -> Result<Array> {
     let nd = a.ndim();
     let check = |ax: isize| {
-        normalize_axis(ax, nd).ok_or_else(|| Error::IndexArgument {
+        normalize_axis(ax, nd).ok_or_else(|| Error::AxisArgument {
             op: "moveaxis",
             msg: format!("Invalid axis {ax} for array with {nd} dimensions."),
         })

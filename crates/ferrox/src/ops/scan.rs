@@ -35,7 +35,7 @@ fn scan_op(op: ScanOp, a: &Array, axis: Option<isize>, reverse: bool, inclusive:
         None => (flatten(a, 0, -1)?, 0),
         Some(ax) => {
             let nd = a.ndim();
-            let resolved = normalize_axis(ax, nd).ok_or_else(|| Error::IndexArgument {
+            let resolved = normalize_axis(ax, nd).ok_or_else(|| Error::AxisArgument {
                 op: name,
                 msg: format!("Axis {ax} is out of bounds for array with {nd} dimensions."),
             })?;

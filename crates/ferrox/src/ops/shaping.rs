@@ -93,6 +93,15 @@ pub fn swapaxes(a: &Array, a1: isize, a2: isize) -> Result<Array> {
     transpose(a, Some(&perm))
 }
 
+/// The last two axes of `a` swapped (a transpose view; the array API's
+/// `matrix_transpose`); `a` needs at least 2 dimensions.
+pub fn matrix_transpose(a: &Array) -> Result<Array> {
+    if a.ndim() < 2 {
+        return Err(Error::invalid("matrix_transpose", "Input array must have at least 2 dimensions."));
+    }
+    swapaxes(a, -1, -2)
+}
+
 /// `a` broadcast to `shape` (a stride-0 view).
 pub fn broadcast_to(a: &Array, shape: &[usize]) -> Result<Array> {
     match broadcast_shapes(a.shape(), shape) {

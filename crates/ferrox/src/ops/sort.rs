@@ -25,7 +25,7 @@ fn resolve(op: &'static str, a: &Array, axis: Option<isize>) -> Result<(Array, u
         Some(ax) => (a.clone(), ax),
     };
     let nd = x.ndim();
-    let resolved = normalize_axis(ax, nd).ok_or_else(|| Error::IndexArgument {
+    let resolved = normalize_axis(ax, nd).ok_or_else(|| Error::AxisArgument {
         op,
         msg: format!("Axis {ax} is out of bounds for array with {nd} dimensions."),
     })?;
@@ -164,7 +164,7 @@ pub fn median(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array
     let axes = axes.unwrap_or(&all);
     let mut reduced = Vec::with_capacity(axes.len());
     for &ax in axes {
-        let r = normalize_axis(ax, nd).ok_or_else(|| Error::IndexArgument {
+        let r = normalize_axis(ax, nd).ok_or_else(|| Error::AxisArgument {
             op: "median",
             msg: format!("axis {ax} is out of bounds for array with {nd} dimensions."),
         })?;

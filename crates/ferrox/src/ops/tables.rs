@@ -28,7 +28,7 @@ macro_rules! unary_ops {
                 |x, _y| ops::sign(x);
             negative: Negative, signed, function, "Elementwise negation (not defined for bool).",
                 |x, _y| ops::negative(&ops::ones_like(x)?);
-            sign: Sign, same, function, "Elementwise sign: -1, 0 or 1 (z / |z| for complex64).",
+            sign: Sign, same, function, "Elementwise sign: -1, 0 or 1 (`z / |z|` for complex64).",
                 |x, _y| ops::zeros_like(x);
             square: Square, same, both, "Elementwise square.",
                 |x, _y| ops::multiply(x, &constant(2.0, x));

@@ -26,11 +26,46 @@ from ferrox.nn.layers.activations import (
     Softsign,
     Step,
     Tanh,
+    celu,
+    elu,
+    gelu,
+    gelu_approx,
+    gelu_fast_approx,
+    glu,
+    hard_shrink,
+    hard_tanh,
+    hardswish,
+    leaky_relu,
+    log_sigmoid,
+    log_softmax,
+    mish,
+    prelu,
+    relu,
+    relu2,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    step,
+    tanh,
 )
 from ferrox.nn.layers.base import Module
 from ferrox.nn.layers.containers import Sequential
 from ferrox.nn.layers.convolution import Conv1d, Conv2d, Conv3d
 from ferrox.nn.layers.convolution_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from ferrox.nn.layers.distributed import (
+    AllToShardedLinear,
+    FullyShardedModule,
+    QuantizedAllToShardedLinear,
+    QuantizedShardedToAllLinear,
+    ShardedToAllLinear,
+    fully_shard,
+)
 from ferrox.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
 from ferrox.nn.layers.embedding import Embedding
 from ferrox.nn.layers.linear import Bilinear, Identity, Linear
@@ -58,4 +93,6 @@ __all__ = [
     "AvgPool1d", "AvgPool2d", "AvgPool3d", "BatchNorm", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
     "ConvTranspose2d", "ConvTranspose3d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm", "MaxPool1d",
     "MaxPool2d", "MaxPool3d", "Upsample",
+    "AllToShardedLinear", "FullyShardedModule", "QuantizedAllToShardedLinear", "QuantizedShardedToAllLinear",
+    "ShardedToAllLinear", "fully_shard",
 ]  # fmt: skip

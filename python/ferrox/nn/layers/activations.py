@@ -5,6 +5,35 @@ from typing import Callable
 
 import ferrox as fx
 from ferrox.nn import functions as F
+from ferrox.nn.functions import (  # noqa: F401  (importable from here, as from mlx.nn.layers.activations)
+    celu,
+    elu,
+    gelu,
+    gelu_approx,
+    gelu_fast_approx,
+    glu,
+    hard_shrink,
+    hard_tanh,
+    hardswish,
+    leaky_relu,
+    log_sigmoid,
+    log_softmax,
+    mish,
+    prelu,
+    relu,
+    relu2,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    step,
+    tanh,
+)
 from ferrox.nn.layers.base import Module
 
 

@@ -102,7 +102,15 @@ class Module(dict):
         exactly: a name the module lacks, a parameter not given, a value that
         is not an array or a shape that differs is a ValueError naming them.
         Otherwise only the weights the module has are loaded, unchecked.
-        Returns the module."""
+        Returns the module.
+
+        Args:
+            file_or_weights (str or PathLike or list(tuple(str, array))): A ``.npz`` or ``.safetensors`` file, or ``(name, array)`` pairs.
+            strict (bool, optional): Refuse missing, extra and mis-shaped weights.
+
+        Returns:
+            Module: The module.
+        """
         weights = file_or_weights
         if isinstance(weights, (str, os.PathLike)):
             weights = list(fx.load(os.fspath(weights)).items())
@@ -130,7 +138,11 @@ class Module(dict):
     def save_weights(self, file: Union[str, os.PathLike]) -> None:
         """Saves the parameters to ``file``, in the format its extension
         names: ``.npz`` (:func:`ferrox.savez`) or ``.safetensors``
-        (:func:`ferrox.save_safetensors`); keys in dot notation."""
+        (:func:`ferrox.save_safetensors`); keys in dot notation.
+
+        Args:
+            file (str or PathLike): ``.npz`` or ``.safetensors`` file to write.
+        """
         file = os.fspath(file)
         params = tree_flatten(self.parameters(), destination={})
         if file.endswith(".npz"):
@@ -142,22 +154,56 @@ class Module(dict):
 
     @staticmethod
     def is_module(value: Any) -> bool:
-        """Whether ``value`` is a :class:`Module`."""
+        """Whether ``value`` is a :class:`Module`.
+
+        Args:
+            value (Any): The value.
+
+        Returns:
+            bool: Whether it is a Module.
+        """
         return isinstance(value, Module)
 
     @staticmethod
     def valid_child_filter(module: Module, key: str, value: Any) -> bool:
-        """Filter for :meth:`filter_and_map` keeping what may hold modules."""
+        """Filter for :meth:`filter_and_map` keeping what may hold modules.
+
+        Args:
+            module (Module): The module.
+            key (str): The attribute name.
+            value (Any): The attribute.
+
+        Returns:
+            bool: Whether the value holds child modules.
+        """
         return isinstance(value, (dict, list))
 
     @staticmethod
     def valid_parameter_filter(module: Module, key: str, value: Any) -> bool:
-        """Filter keeping arrays and containers whose key is public."""
+        """Filter keeping arrays and containers whose key is public.
+
+        Args:
+            module (Module): The module.
+            key (str): The attribute name.
+            value (Any): The attribute.
+
+        Returns:
+            bool: Whether the value holds parameters.
+        """
         return isinstance(value, (dict, list, fx.array)) and not key.startswith("_")
 
     @staticmethod
     def trainable_parameter_filter(module: Module, key: str, value: Any) -> bool:
-        """:meth:`valid_parameter_filter` without the frozen keys."""
+        """:meth:`valid_parameter_filter` without the frozen keys.
+
+        Args:
+            module (Module): The module.
+            key (str): The attribute name.
+            value (Any): The attribute.
+
+        Returns:
+            bool: Whether the value holds trainable parameters.
+        """
         return Module.valid_parameter_filter(module, key, value) and key not in module._no_grad
 
     def filter_and_map(
@@ -171,27 +217,52 @@ class Module(dict):
         (filtered-out list and dict entries become ``{}``), with
         ``map_fn(value)`` applied to each leaf. ``is_leaf_fn(module, key,
         value)`` decides the leaves (default: anything that is not a module,
-        dict or list)."""
+        dict or list).
+
+        Args:
+            filter_fn (callable): ``filter_fn(module, key, value)``: whether to keep a value.
+            map_fn (callable, optional): Applied to the kept values.
+            is_leaf_fn (callable, optional): ``is_leaf_fn(module, key, value)``: whether to stop descending.
+
+        Returns:
+            dict: The kept (mapped) values, in the module's structure.
+        """
         map_fn = map_fn or (lambda x: x)
         is_leaf_fn = is_leaf_fn or (lambda m, k, v: not isinstance(v, (Module, dict, list)))
         return {k: _unwrap(self, k, v, filter_fn, map_fn, is_leaf_fn) for k, v in self.items() if filter_fn(self, k, v)}
 
     def parameters(self) -> dict:
         """Every array of the module (submodules included) as a tree of
-        dicts and lists."""
+        dicts and lists.
+
+        Returns:
+            dict: Every parameter array, in the module's structure.
+        """
         return self.filter_and_map(self.valid_parameter_filter)
 
     def trainable_parameters(self) -> dict:
-        """Every array that is not frozen, as a tree of dicts and lists."""
+        """Every array that is not frozen, as a tree of dicts and lists.
+
+        Returns:
+            dict: The parameters not frozen, in the module's structure.
+        """
         return self.filter_and_map(self.trainable_parameter_filter)
 
     def children(self) -> dict:
-        """The direct submodules, in their dicts and lists."""
+        """The direct submodules, in their dicts and lists.
+
+        Returns:
+            dict: The direct child modules.
+        """
         return self.filter_and_map(self.valid_child_filter, is_leaf_fn=lambda m, k, v: isinstance(v, Module))
 
     def leaf_modules(self) -> dict:
         """The submodules that hold no other modules, in their dicts and
-        lists."""
+        lists.
+
+        Returns:
+            dict: The modules without children, in the module's structure.
+        """
 
         def is_leaf_module(m, k, v):
             return isinstance(v, Module) and len(tree_flatten(v.children())) == 0
@@ -205,7 +276,15 @@ class Module(dict):
 
         With ``strict`` (default) every name must be a parameter of the module
         and every replacement of an array an array, else ValueError. Returns
-        the module."""
+        the module.
+
+        Args:
+            parameters (dict): New parameters, in the module's structure.
+            strict (bool, optional): Refuse keys the module does not have.
+
+        Returns:
+            Module: The module.
+        """
 
         def apply(dst, new):
             if isinstance(new, dict):
@@ -235,7 +314,15 @@ class Module(dict):
         """Replaces each parameter ``p`` selected by ``filter_fn`` (default
         :meth:`valid_parameter_filter`) with ``map_fn(p)``; for instance
         ``model.apply(lambda p: p.astype(fx.float16))``. Returns the
-        module."""
+        module.
+
+        Args:
+            map_fn (callable): Maps each parameter.
+            filter_fn (callable, optional): Chooses the parameters (all by default).
+
+        Returns:
+            Module: The module.
+        """
         filter_fn = filter_fn or Module.valid_parameter_filter
         self.update(self.filter_and_map(filter_fn, map_fn))
         return self
@@ -245,14 +332,29 @@ class Module(dict):
         partial tree like :meth:`children`; ``{}`` keeps a place as it is).
 
         With ``strict`` (default) every name must be a submodule place of the
-        module, else ValueError. Returns the module."""
+        module, else ValueError. Returns the module.
+
+        Args:
+            modules (dict): New child modules, in the module's structure.
+            strict (bool, optional): Refuse keys the module does not have.
+
+        Returns:
+            Module: The module.
+        """
         _update_modules(self, modules, strict)
         return self
 
     def apply_to_modules(self, apply_fn: Callable[[str, Module], Any]) -> Module:
         """Calls ``apply_fn(path, module)`` for this module (path ``""``) and
         every submodule (dot-separated paths such as ``"layers.0.linear"``).
-        Returns the module."""
+        Returns the module.
+
+        Args:
+            apply_fn (callable): ``apply_fn(path, module)`` for the module and every descendant.
+
+        Returns:
+            Module: The module.
+        """
         stack = [("", self)]
         while stack:
             prefix, module = stack.pop()
@@ -262,13 +364,21 @@ class Module(dict):
         return self
 
     def modules(self) -> List[Module]:
-        """This module and every submodule, in a list."""
+        """This module and every submodule, in a list.
+
+        Returns:
+            list(Module): The module and its descendants.
+        """
         found = []
         self.apply_to_modules(lambda _, m: found.append(m))
         return found
 
     def named_modules(self) -> List[Tuple[str, Module]]:
-        """``(path, module)`` for this module and every submodule."""
+        """``(path, module)`` for this module and every submodule.
+
+        Returns:
+            list(tuple(str, Module)): The module and its descendants with their paths.
+        """
         found = []
         self.apply_to_modules(lambda k, m: found.append((k, m)))
         return found
@@ -307,7 +417,11 @@ class Module(dict):
             strict: a KeyError when a key is not a member (of some module,
                 when recursing).
 
-        Returns the module."""
+        Returns the module.
+
+        Returns:
+            Module: The module.
+        """
 
         def freeze_one(_, m):
             local_keys = keys
@@ -336,7 +450,16 @@ class Module(dict):
         strict: bool = False,
     ) -> Module:
         """Unfreezes parameters (see :meth:`freeze`; same arguments).
-        Idempotent. Returns the module."""
+        Idempotent. Returns the module.
+
+        Args:
+            recurse (bool, optional): Unfreeze the descendants too.
+            keys (str or list(str), optional): Only these parameters.
+            strict (bool, optional): Refuse keys the module does not have.
+
+        Returns:
+            Module: The module.
+        """
 
         def unfreeze_one(_, m):
             if keys is None:
@@ -360,12 +483,23 @@ class Module(dict):
     def train(self, mode: bool = True) -> Module:
         """Sets this module and its submodules in training mode (or out of
         it, ``mode=False``); :class:`Dropout`, for one, is the identity out
-        of training mode. Returns the module."""
+        of training mode. Returns the module.
+
+        Args:
+            mode (bool, optional): Training (True) or evaluation (False) mode.
+
+        Returns:
+            Module: The module.
+        """
         self.apply_to_modules(lambda _, m: m._set_training_mode(mode))
         return self
 
     def eval(self) -> Module:
-        """Sets evaluation mode: ``train(False)``."""
+        """Sets evaluation mode: ``train(False)``.
+
+        Returns:
+            Module: The module.
+        """
         return self.train(False)
 
     def set_dtype(
@@ -375,7 +509,12 @@ class Module(dict):
     ) -> None:
         """Casts the parameters whose dtype satisfies ``predicate`` (default:
         the floating ones, so integer parameters stay as they are; None: all)
-        to ``dtype``."""
+        to ``dtype``.
+
+        Args:
+            dtype (Dtype): The new dtype.
+            predicate (callable, optional): Which current dtypes to convert (floating ones by default).
+        """
         if predicate is None:
             predicate = lambda _: True  # noqa: E731
         self.apply(lambda x: x.astype(dtype) if predicate(x.dtype) else x)

@@ -29,5 +29,12 @@ class Embedding(Module):
 
     def as_linear(self, x: fx.array) -> fx.array:
         """``x @ weight.T``: the embedding used as an output projection (for
-        tied input and output embeddings)."""
+        tied input and output embeddings).
+
+        Args:
+            x (array): Input features.
+
+        Returns:
+            array: ``x`` times the transposed embedding matrix (tied output projection).
+        """
         return x @ self.weight.T

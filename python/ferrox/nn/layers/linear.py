@@ -9,7 +9,12 @@ from ferrox.nn.layers.base import Module
 
 class Identity(Module):
     """Returns its input unchanged; accepts and ignores any constructor
-    arguments (a placeholder for a layer)."""
+    arguments (a placeholder for a layer).
+
+    Args:
+        *args: Ignored.
+        **kwargs: Ignored.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()

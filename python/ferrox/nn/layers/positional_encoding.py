@@ -102,7 +102,18 @@ class ALiBi(Module):
     ) -> fx.array:
         """The biases, shape ``[1, num_heads, q_sequence_length - offset,
         k_sequence_length]``, for queries at positions ``offset ..
-        q_sequence_length - 1``."""
+        q_sequence_length - 1``.
+
+        Args:
+            q_sequence_length (int): Number of queries.
+            k_sequence_length (int): Number of keys.
+            num_heads (int): Number of heads.
+            offset (int): Position of the first query.
+            dtype (Dtype, optional): Dtype of the result.
+
+        Returns:
+            array: The bias, shape ``(1, num_heads, q_sequence_length, k_sequence_length)``.
+        """
         x1 = fx.arange(offset, q_sequence_length)
         x2 = fx.arange(0, k_sequence_length)
         distance = -fx.abs(fx.expand_dims(x1[:, None] - x2[None, :], axis=(0, 1)))
@@ -112,7 +123,15 @@ class ALiBi(Module):
     @staticmethod
     def create_alibi_slope(num_heads: int, dtype: fx.Dtype) -> fx.array:
         """The slope of each head, shape ``[num_heads, 1, 1]``: ``2**(-8i/n)``
-        for ``n`` a power of two, interleaved from the next power otherwise."""
+        for ``n`` a power of two, interleaved from the next power otherwise.
+
+        Args:
+            num_heads (int): Number of heads.
+            dtype (Dtype): Dtype of the result.
+
+        Returns:
+            array: One slope per head, shape ``(num_heads, 1, 1)``.
+        """
 
         def slopes(n: int):
             if math.log2(n).is_integer():

@@ -78,7 +78,15 @@ class MultiHeadAttention(Module):
     @staticmethod
     def create_additive_causal_mask(N: int, dtype: fx.Dtype = fx.float32) -> fx.array:
         """An ``[N, N]`` additive mask: 0 where key ``j <= i``, the dtype's
-        lowest value above the diagonal."""
+        lowest value above the diagonal.
+
+        Args:
+            N (int): Sequence length.
+            dtype (Dtype, optional): Dtype of the mask.
+
+        Returns:
+            array: ``(N, N)`` mask: 0 where visible, a large negative value above the diagonal.
+        """
         indices = fx.arange(N)
         mask = indices[:, None] < indices[None]
         return mask.astype(dtype) * fx.finfo(dtype).min
@@ -135,7 +143,18 @@ class TransformerEncoder(Module):
     """``num_layers`` :class:`TransformerEncoderLayer` blocks and a final
     :class:`LayerNorm`; with ``checkpoint`` each block recomputes its
     intermediates in the backward pass (see :func:`ferrox.nn.utils.checkpoint`).
-    Other arguments as :class:`TransformerEncoderLayer`."""
+    Other arguments as :class:`TransformerEncoderLayer`.
+
+    Args:
+        num_layers (int): Number of layers.
+        dims (int): Feature size.
+        num_heads (int): Number of attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when None.
+        dropout (float, optional): Dropout probability.
+        activation (callable, optional): Activation of the MLP.
+        norm_first (bool, optional): Normalize before attention and MLP, not after.
+        checkpoint (bool, optional): Recompute each layer's activations in the backward pass instead of storing them.
+    """
 
     def __init__(
         self,
@@ -167,7 +186,16 @@ class TransformerDecoderLayer(Module):
     """One decoder block: self-attention, cross-attention over ``memory``
     and an MLP, each with a residual connection, layer normalization
     (before each block with ``norm_first``, after otherwise) and dropout.
-    Arguments as :class:`TransformerEncoderLayer`."""
+    Arguments as :class:`TransformerEncoderLayer`.
+
+    Args:
+        dims (int): Feature size.
+        num_heads (int): Number of attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when None.
+        dropout (float, optional): Dropout probability.
+        activation (callable, optional): Activation of the MLP.
+        norm_first (bool, optional): Normalize before attention and MLP, not after.
+    """
 
     def __init__(
         self,
@@ -210,7 +238,18 @@ class TransformerDecoderLayer(Module):
 
 class TransformerDecoder(Module):
     """``num_layers`` :class:`TransformerDecoderLayer` blocks and a final
-    :class:`LayerNorm`; arguments as :class:`TransformerEncoder`."""
+    :class:`LayerNorm`; arguments as :class:`TransformerEncoder`.
+
+    Args:
+        num_layers (int): Number of layers.
+        dims (int): Feature size.
+        num_heads (int): Number of attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when None.
+        dropout (float, optional): Dropout probability.
+        activation (callable, optional): Activation of the MLP.
+        norm_first (bool, optional): Normalize before attention and MLP, not after.
+        checkpoint (bool, optional): Recompute each layer's activations in the backward pass instead of storing them.
+    """
 
     def __init__(
         self,

@@ -155,7 +155,15 @@ def _validate_antialias_align_corners(align_corners: bool, antialias: bool) -> N
 def upsample_nearest(x: fx.array, scale_factor: Tuple) -> fx.array:
     """Nearest-neighbour upsampling of ``x`` (``[N, *spatial, C]``) by one
     scale per spatial axis: each element repeated for integer scales, the
-    nearest input index sampled otherwise."""
+    nearest input index sampled otherwise.
+
+    Args:
+        x (array): Input of shape ``(N, ..., C)``.
+        scale_factor (tuple): Factor of each spatial axis.
+
+    Returns:
+        array: The upsampled array.
+    """
     dims = _check_scales(x, scale_factor)
     if tuple(map(int, scale_factor)) == tuple(scale_factor):
         # Repeat each element: [N, s0, 1, s1, 1, ..., C] -> broadcast -> merge.
@@ -211,7 +219,17 @@ def upsample_linear(
 ) -> fx.array:
     """Linear (bilinear, trilinear, ...) upsampling of ``x`` (``[N,
     *spatial, C]``) by one scale per spatial axis; ``antialias`` low-pass
-    filters when downscaling (not with ``align_corners``)."""
+    filters when downscaling (not with ``align_corners``).
+
+    Args:
+        x (array): Input of shape ``(N, ..., C)``.
+        scale_factor (tuple): Factor of each spatial axis.
+        align_corners (bool, optional): Align the corner pixels of input and output.
+        antialias (bool, optional): Accepted for MLX's signature.
+
+    Returns:
+        array: The upsampled array.
+    """
     _validate_antialias_align_corners(align_corners, antialias)
     if antialias:
         return _interpolate_separable(x, scale_factor, _linear_aa_indices, align_corners)
@@ -226,7 +244,17 @@ def upsample_cubic(
     """Cubic (bicubic, ...) upsampling of ``x`` (``[N, *spatial, C]``) by
     one scale per spatial axis, Keys' kernel with ``a = -0.75`` and border
     replication; ``antialias`` filters when downscaling with ``a = -0.5``
-    (not with ``align_corners``)."""
+    (not with ``align_corners``).
+
+    Args:
+        x (array): Input of shape ``(N, ..., C)``.
+        scale_factor (tuple): Factor of each spatial axis.
+        align_corners (bool, optional): Align the corner pixels of input and output.
+        antialias (bool, optional): Accepted for MLX's signature.
+
+    Returns:
+        array: The upsampled array.
+    """
     _validate_antialias_align_corners(align_corners, antialias)
     if antialias:
         return _interpolate_separable(x, scale_factor, _cubic_aa_indices, align_corners)

@@ -7,16 +7,14 @@
 //! the target and the NVRTC version. Failing to read or write the cache only
 //! costs a compile.
 
+use super::libraries::{self, CudaLibrary};
 use cudarc::nvrtc::{result, sys};
 use std::ffi::CString;
 use std::path::PathBuf;
 
 /// NVRTC's version, or why NVRTC cannot be used.
 pub fn nvrtc_version() -> Result<(i32, i32), String> {
-    // SAFETY: only tries to open the library.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("the NVRTC library (libnvrtc.so.13) was not found; put its folder on LD_LIBRARY_PATH".into());
-    }
+    libraries::load(CudaLibrary::Nvrtc).map_err(|e| format!("NVRTC, which compiles ferrox's kernels, is missing: {e}"))?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: plain out-parameters.
     unsafe { sys::nvrtcVersion(&mut major, &mut minor) }.result().map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;

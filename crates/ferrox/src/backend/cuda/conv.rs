@@ -13,15 +13,23 @@
 //!   of the input and the output gradient with batch and channel axes
 //!   swapped: swapped back, they are the forward operands cuDNN wants.
 //!
-//! Without cuDNN, or for what it cannot do (asymmetric padding that changes
-//! the output size, grouped gradients), `conv_im2col` (`kernels/conv.cu`)
-//! writes the windows of a block of output positions into a scratch matrix,
+//! Without cuDNN (missing, or disabled by `FERROX_CUDNN=0`), or for what
+//! it cannot do (asymmetric padding that changes the output size, grouped
+//! gradients), float16 and bfloat16 convolutions run as implicit matrix
+//! products on the tensor cores (`conv_igemm.rs`): any node, the three
+//! kinds above included, without a window matrix.
+//!
+//! What remains (float32 and float64, whose cuBLASLt products are fast and
+//! exact enough, and the rare half-precision node past the implicit
+//! kernels' 32-bit indexing) takes the im2col path: `conv_im2col`
+//! (`kernels/conv.cu`) writes the windows of a block of output positions into a scratch matrix,
 //! and the cuBLASLt product of `matmul.rs` multiplies it with the filters,
 //! one batched product over the groups (float16 and bfloat16 accumulate in
 //! float32 there). Blocks keep the scratch under [`SCRATCH_BYTES`]; with
 //! several blocks or groups, `conv_regroup` moves each product into the
 //! output's channels-last rows.
 
+use super::conv_igemm::conv_igemm;
 use super::cudnn::{self, DnnConv, Pointers, Routine};
 use super::elementwise::{copy, fill, FillValue};
 use super::kernels::Family;
@@ -95,6 +103,11 @@ pub(crate) fn conv(
     if let Some(out) = conv_cudnn(s, p, x, lx, w, lw, &out_shape)? {
         return Ok(out);
     }
+    if let Some(out) = conv_igemm(s, p, x, lx, w, lw, &out_shape)? {
+        return Ok(out);
+    }
+    // The im2col path: float32, float64, and what the implicit kernels
+    // decline (see the module docs).
     // The filters as one (groups, K, og) batch: row-contiguous filters
     // merge their taps and channels into K.
     let (w_copy, lw) = match lw.is_row_contiguous() {

@@ -1,14 +1,15 @@
 //! cuDNN's three convolution routines (forward, backward data, backward
 //! filter) over packed channels-last tensors, for `conv.rs`.
 //!
-//! cuDNN is optional: it is opened on first use (`libcudnn.so`, through
-//! cudarc's dynamic loading), and [`run`] answers `Ok(false)` when the
+//! cuDNN is optional: it is opened on first use (found by `libraries.rs`,
+//! bound through cudarc's dynamic loading), and [`run`] answers `Ok(false)` when the
 //! library is missing, disabled (`FERROX_CUDNN=0`), or declines the problem,
 //! so the caller falls back to its own kernels. The fastest algorithm of
 //! each distinct problem is measured once (`cudnnFind*AlgorithmEx` on the
 //! real operands) and remembered for the process.
 
 use super::allocator::allocate;
+use super::libraries::{self, CudaLibrary};
 use super::matmul::tf32_allowed;
 use super::stream::GpuStream;
 use crate::dtype::Dtype;
@@ -283,8 +284,20 @@ pub(crate) fn run(s: &Arc<GpuStream>, c: &DnnConv, p: Pointers) -> Result<bool> 
     let mut guard = DNN.lock().unwrap_or_else(|e| e.into_inner());
     let dnn = guard.get_or_insert_with(|| {
         let enabled = std::env::var("FERROX_CUDNN").map_or(true, |v| v != "0");
-        // SAFETY: only tries to open the library.
-        (enabled && unsafe { sys::is_culib_present() }).then(|| Dnn { handles: HashMap::new(), algos: HashMap::new() })
+        let present = enabled
+            && libraries::load(CudaLibrary::Cudnn)
+                .map_err(|e| {
+                    libraries::warn_once(
+                        "cudnn",
+                        &format!(
+                            "cuDNN is missing, so convolutions run on ferrox's own kernels, several times slower \
+                             than cuDNN's: {e}. Install it with `pip install nvidia-cudnn-cu13` \
+                             (or `pip install 'ferrox[cuda]'`)."
+                        ),
+                    )
+                })
+                .is_ok();
+        present.then(|| Dnn { handles: HashMap::new(), algos: HashMap::new() })
     });
     let Some(dnn) = dnn.as_mut() else {
         return Ok(false);

@@ -1,6 +1,7 @@
 //! The GPU itself: driver start-up, the primary context and the properties
 //! kernels are tuned for. Everything here is created once per process.
 
+use super::libraries::{self, CudaLibrary};
 use crate::error::{Error, Result};
 use cudarc::driver::{result, sys, DriverError};
 use std::cell::Cell;
@@ -48,10 +49,7 @@ fn start() -> std::result::Result<GpuDevice, String> {
     if std::env::var_os("FERROX_DISABLE_CUDA").is_some_and(|v| v != "0") {
         return Err("disabled by FERROX_DISABLE_CUDA".into());
     }
-    // SAFETY: only tries to open the driver library.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("no CUDA driver library (libcuda.so) was found".into());
-    }
+    libraries::load(CudaLibrary::Driver).map_err(|e| format!("no CUDA driver: {e}"))?;
     let fail = |what: &str, e: DriverError| format!("{what} failed: {e:?}");
     result::init().map_err(|e| fail("cuInit", e))?;
     let count = result::device::get_count().map_err(|e| fail("cuDeviceGetCount", e))?;

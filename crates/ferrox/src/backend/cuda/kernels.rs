@@ -73,11 +73,14 @@ pub enum Family {
     Softmax,
     /// The copies around a convolution's matrix product (im2col, regrouping).
     Conv,
+    /// Convolutions as implicit matrix products on the tensor cores
+    /// (float16, bfloat16; `conv_igemm.rs`).
+    ConvIgemm,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 17] = [
+    pub const ALL: [Family; 18] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -95,6 +98,7 @@ impl Family {
         Family::Attention,
         Family::Softmax,
         Family::Conv,
+        Family::ConvIgemm,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -117,6 +121,7 @@ impl Family {
             Family::Attention => "attention",
             Family::Softmax => "softmax",
             Family::Conv => "conv",
+            Family::ConvIgemm => "conv_igemm",
         }
     }
 
@@ -136,9 +141,10 @@ impl Family {
             Family::Optimizer => include_str!("kernels/optimizer.cu"),
             Family::Norm => include_str!("kernels/norm.cu"),
             Family::Rope => include_str!("kernels/rope.cu"),
-            Family::Attention => include_str!("kernels/attention.cu"),
+            Family::Attention => concat!(include_str!("kernels/mma.cuh"), include_str!("kernels/attention.cu")),
             Family::Softmax => include_str!("kernels/softmax.cu"),
             Family::Conv => include_str!("kernels/conv.cu"),
+            Family::ConvIgemm => concat!(include_str!("kernels/mma.cuh"), include_str!("kernels/conv_igemm.cu")),
         }
     }
 }
@@ -216,7 +222,7 @@ pub fn binary_kernel_names(op: BinaryOp) -> Vec<String> {
 /// `FERROX_KERNEL_SOURCE_DIR` names a folder holding `<family>.cu` (e.g.
 /// `attention.cu`), that file replaces the family's embedded source (the
 /// prelude stays embedded; the reduce family's file must hold
-/// `reduce_folds.cuh` too). The kernel cache keys on the source, so an edit
+/// `reduce_folds.cuh` too, and the attention and conv_igemm files `mma.cuh`). The kernel cache keys on the source, so an edit
 /// recompiles.
 fn source_override(family: Family) -> Option<String> {
     let dir = std::env::var_os("FERROX_KERNEL_SOURCE_DIR")?;
@@ -285,6 +291,7 @@ impl Module {
                 super::fast::kernel_names(f, d)
             }
             Module::Family(Family::Conv, d) => super::conv::kernel_names(d),
+            Module::Family(Family::ConvIgemm, d) => super::conv_igemm::kernel_names(d),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

@@ -10,6 +10,7 @@
 use super::allocator::{allocate, DeviceBuffer};
 use super::elementwise::{copy, fill, FillValue};
 use super::kernels::Family;
+use super::libraries::{self, CudaLibrary};
 use super::launch::{launch, Args};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
@@ -302,12 +303,8 @@ fn product(
     };
     let mut guard = BLAS.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
-        // SAFETY: only tries to open the library.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(Error::Device {
-                op: "matmul",
-                msg: "the cuBLASLt library (libcublasLt.so.13) was not found.".into(),
-            });
+        if let Err(e) = libraries::load(CudaLibrary::CublasLt) {
+            return Err(Error::Device { op: "matmul", msg: format!("cuBLASLt is missing: {e}") });
         }
         let handle = lt::create_handle().map_err(blas_error)?;
         *guard = Some(Blas { handle, plans: HashMap::new(), workspaces: HashMap::new() });

@@ -10,6 +10,7 @@
 mod allocator;
 pub mod compiler;
 mod conv;
+mod conv_igemm;
 mod creation;
 mod cudnn;
 pub mod custom_kernel;
@@ -22,6 +23,7 @@ mod gather;
 mod graph;
 pub mod kernels;
 mod launch;
+pub mod libraries;
 mod matmul;
 mod optimizer;
 mod random;
