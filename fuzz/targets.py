@@ -21,7 +21,7 @@ from .values import Gen, Value
 SKIP = {"array", "Device", "DeviceType", "Dtype", "DtypeCategory", "Stream", "cuda"}
 # Functions that change process-wide state the worker restores after each call.
 STATEFUL = {"set_default_device", "set_default_stream", "set_memory_limit", "set_cache_limit", "clear_cache",
-            "reset_peak_memory", "clear_streams"}
+            "reset_peak_memory", "clear_streams", "set_printoptions"}
 
 BINARY_OPERATORS = ["+", "-", "*", "/", "**", "@", "<", "<=", ">", ">=", "==", "!="]
 UNARY_OPERATORS = ["-", "+", "abs"]

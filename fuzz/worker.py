@@ -320,6 +320,9 @@ class Worker:
         fx.set_default_device(self.device)
         fx.set_memory_limit(self.memory_limit)
         fx.set_cache_limit(self.cache_limit)
+        fx.set_printoptions()
+        if self.mx is not None:
+            self.mx.set_printoptions()
 
     def one(self, index, call, counts):
         self.send("B", f"{index} huge" if is_huge(call.src) else str(index))

@@ -104,7 +104,6 @@ class FunctionExporter:
 class PrintOptions:
     """Options for printing arrays."""
     def __init__(self, precision: int = ...) -> None: ...
-    def __repr__(self, /) -> str: ...
     @property
     def precision(self) -> int:
         """Number of decimal places of floating-point elements (``-1``: the shortest form)."""

@@ -140,6 +140,19 @@ def test_print_options_object():
         fx.set_printoptions(precision=1.5)
 
 
+def test_a_precision_too_large_to_print_is_refused(restore_printoptions):
+    fx.set_printoptions(precision=3)
+    for bad in (65536, 2**31 - 1):
+        with pytest.raises(ValueError, match="set_printoptions"):
+            fx.set_printoptions(precision=bad)
+        with pytest.raises(ValueError, match="set_printoptions"):
+            with fx.printoptions(precision=bad):
+                pass
+    assert fx.get_printoptions().precision == 3
+    fx.set_printoptions(precision=65535)
+    assert repr(fx.array([0.5])).startswith("array([0.5000")
+
+
 # --------------------------------------------------------------------------
 # array protocols
 # --------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 //! the `printoptions` context manager) and the constants MLX puts in its
 //! namespace (`pi`, `e`, `euler_gamma`, `inf`, `nan`, `newaxis`).
 
+use crate::errors::IntoPyResult;
 use ferrox::format::{self, PrintOptions};
 use ferrox_python_macros::guarded;
 use pyo3::prelude::*;
@@ -44,15 +45,16 @@ pub struct PrintOptionsContext {
 #[pymethods]
 impl PrintOptionsContext {
     fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
-        slf.previous = Some(format::get_printoptions());
-        format::set_printoptions(slf.options);
+        let previous = format::get_printoptions();
+        format::set_printoptions(slf.options).py()?;
+        slf.previous = Some(previous);
         Ok(slf)
     }
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&mut self, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
         if let Some(previous) = self.previous.take() {
-            format::set_printoptions(previous);
+            format::set_printoptions(previous).py()?;
         }
         Ok(false)
     }
@@ -65,8 +67,8 @@ impl PrintOptionsContext {
 ///     >>> print(x)  # Uses precision of 3
 ///
 /// Args:
-///     precision (int): Number of decimal places; ``-1`` (the default)
-///       restores the shortest form.
+///     precision (int): Number of decimal places, at most 65535; ``-1``
+///       (the default) restores the shortest form.
 ///
 /// Returns:
 ///     None
@@ -74,8 +76,7 @@ impl PrintOptionsContext {
 #[pyfunction]
 #[pyo3(signature = (precision = -1))]
 fn set_printoptions(precision: i32) -> PyResult<()> {
-    format::set_printoptions(PrintOptions { precision });
-    Ok(())
+    format::set_printoptions(PrintOptions { precision }).py()
 }
 
 /// Get global printing precision for array formatting.

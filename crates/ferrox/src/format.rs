@@ -27,10 +27,21 @@ impl Default for PrintOptions {
 /// The process-wide precision used by [`repr`] and `Display`.
 static PRECISION: AtomicI32 = AtomicI32::new(-1);
 
+/// The largest precision [`set_printoptions`] accepts (the most decimals
+/// Rust's formatter writes; every float's exact expansion is far shorter).
+pub const MAX_PRECISION: i32 = u16::MAX as i32;
+
 /// Sets the options every later print uses (process-wide, as MLX's global
-/// formatter).
-pub fn set_printoptions(options: PrintOptions) {
+/// formatter). Fails for a precision above [`MAX_PRECISION`].
+pub fn set_printoptions(options: PrintOptions) -> Result<()> {
+    if options.precision > MAX_PRECISION {
+        return Err(crate::error::Error::invalid(
+            "set_printoptions",
+            format!("precision must be at most {MAX_PRECISION}, got {}", options.precision),
+        ));
+    }
     PRECISION.store(options.precision, Ordering::Relaxed);
+    Ok(())
 }
 
 /// The options prints use now.
@@ -85,7 +96,7 @@ fn fmt_float(v: f64, precision: i32) -> String {
     match precision {
         -1 => fmt_g(v),
         p if p < 0 => fmt_fixed(v, 6),
-        p => fmt_fixed(v, p as usize),
+        p => fmt_fixed(v, p.min(MAX_PRECISION) as usize),
     }
 }
 
