@@ -113,6 +113,9 @@ WRAPPERS = {"Bound", "Borrowed", "Py", "PyRef", "PyRefMut"}
 # A crate function missing here is followed into its body.
 STREAM = "Stream | Device | DeviceType"
 PARSERS = {
+    "number": "int | float | None",
+    "operator_accepts": ARRAY_LIKE,
+    "keyword": "int | float | None",
     "to_array": ARRAY_LIKE,
     "operand": ARRAY_LIKE,
     "operands": ARRAY_LIKE,
@@ -641,6 +644,10 @@ def class_stub(crate, cls, name):
         if member.startswith("_") and not (member.startswith("__") and member.endswith("__")):
             continue
         if member in PYO3_UNSUPPORTED and is_rust(raw) and find_binding(crate, member, owner=cls.__name__) is None:
+            continue
+        if member == "__getattribute__" and find_binding(crate, "__getattr__", owner=cls.__name__) is not None:
+            # pyo3 puts a Rust __getattr__ behind the __getattribute__ slot.
+            lines.append("    def __getattr__(self, name: str, /) -> Any: ...")
             continue
         if raw is None:  # __hash__ = None: unhashable
             lines.append(f"    {member}: ClassVar[None]  # type: ignore[assignment]")

@@ -18,6 +18,7 @@ _ArrayLike: TypeAlias = array | int | float | complex | bool | Sequence[Any] | B
 
 class ArrayAt:
     """`array.at`: indexed updates that return a new array, with repeated indices combining (MLX's `array.at[idx].add(v)` and friends)."""
+    def __getattr__(self, name: str, /) -> Any: ...
     def __getitem__(self, key: Any, /) -> ArrayAtIndex: ...
 
 class ArrayAtIndex:
@@ -36,12 +37,12 @@ class ArrayAtIndex:
         """The array with `value` subtracted at the index (repeats accumulate)."""
 
 class AxisError(ValueError, IndexError):
-    """An axis outside the array: both a ValueError and an IndexError, as NumPy's AxisError."""
+    """An axis or index outside the array: both a ValueError and an IndexError, as NumPy's AxisError."""
 
 class Device:
     """A device: a type and an index."""
     def __init__(self, type: DeviceType, index: int = ...) -> None: ...
-    def __eq__(self, other: object, /) -> bool: ...
+    def __eq__(self, other: Device | DeviceType, /) -> Any: ...  # type: ignore[override]
     def __ge__(self, other: object, /) -> bool: ...
     def __gt__(self, other: object, /) -> bool: ...
     def __hash__(self, /) -> int: ...
@@ -150,8 +151,8 @@ def allclose(a: _ArrayLike, b: _ArrayLike, /, rtol: float = ..., atol: float = .
     """Whether every pair of elements is close (see `isclose`); a 0-d bool."""
 def any(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Whether any element over `axis` is nonzero (bool)."""
-def arange(*args: bool | int | float | complex, dtype: Dtype | None = ..., stream: Stream | Device | DeviceType | None = ...) -> array:
-    """`arange(stop)`, `arange(start, stop)` or `arange(start, stop, step)`; int32 for integer arguments, float32 if any is a float."""
+def arange(*args: int | float | None, start: int | float | None = ..., stop: int | float | None = ..., step: int | float | None = ..., dtype: Dtype | None = ..., stream: Stream | Device | DeviceType | None = ...) -> array:
+    """`arange(stop)`, `arange(start, stop)` or `arange(start, stop, step)` (each also by keyword, as MLX's overloads take them): int32 for integer arguments (int64 when one of them does not fit in int32), float32 if any is a float."""
 def arccos(a: _ArrayLike, /, *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Elementwise inverse cosine."""
 def arccosh(a: _ArrayLike, /, *, stream: Stream | Device | DeviceType | None = ...) -> array:
@@ -193,7 +194,7 @@ class array:
     def __divmod__(self, other: _ArrayLike, /) -> tuple[Any, ...]: ...
     def __dlpack__(self, /, *, stream: int | None = ..., max_version: tuple[int, int] | None = ..., dl_device: tuple[int, int] | None = ..., copy: bool | None = ...) -> Any: ...
     def __dlpack_device__(self, /) -> tuple[int, int]: ...
-    def __eq__(self, other: _ArrayLike, /) -> array: ...  # type: ignore[override]
+    def __eq__(self, other: _ArrayLike, /) -> Any: ...  # type: ignore[override]
     def __float__(self, /) -> float: ...
     def __floordiv__(self, other: _ArrayLike, /) -> array: ...
     def __format__(self, spec: str, /) -> str: ...
@@ -225,7 +226,7 @@ class array:
     def __matmul__(self, other: _ArrayLike, /) -> array: ...
     def __mod__(self, other: _ArrayLike, /) -> array: ...
     def __mul__(self, other: _ArrayLike, /) -> array: ...
-    def __ne__(self, other: _ArrayLike, /) -> array: ...  # type: ignore[override]
+    def __ne__(self, other: _ArrayLike, /) -> Any: ...  # type: ignore[override]
     def __neg__(self, /) -> array: ...
     def __or__(self, other: _ArrayLike, /) -> array: ...
     def __pos__(self, /) -> array: ...
@@ -438,8 +439,8 @@ complex64: Dtype
 complexfloating: DtypeCategory
 def concat(arrays: Sequence[_ArrayLike], axis: int | None = ..., *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Joins arrays along an existing axis (the flattened arrays when `axis` is None); the array API's name for `concatenate`."""
-def concatenate(arrays: Sequence[_ArrayLike], /, axis: int = ..., *, stream: Stream | Device | DeviceType | None = ...) -> array:
-    """Joins arrays along an existing axis."""
+def concatenate(arrays: Sequence[_ArrayLike], /, axis: int | None = ..., *, stream: Stream | Device | DeviceType | None = ...) -> array:
+    """Joins arrays along an existing axis (``axis=None``: the flattened arrays)."""
 def conj(a: _ArrayLike, /, *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Elementwise complex conjugate (other dtypes unchanged)."""
 def conjugate(a: _ArrayLike, /, *, stream: Stream | Device | DeviceType | None = ...) -> array:
@@ -786,7 +787,7 @@ def remainder(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | Devi
 def repeat(array: _ArrayLike, repeats: int, axis: int | None = ..., *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Each element repeated `repeats` times along `axis` (of the flattened array when None)."""
 def reset_peak_memory() -> None:
-    """Resets the peak memory to the current active memory."""
+    """Resets the peak memory to 0 (as MLX's; the next allocation raises it again)."""
 def reshape(a: _ArrayLike, /, shape: int | Sequence[int], *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """`a` with a new shape (an int or a sequence; one entry may be -1)."""
 def result_type(*arrays_and_dtypes: Dtype | array) -> Dtype:
@@ -820,7 +821,7 @@ def set_default_device(device: Device | DeviceType) -> None:
 def set_default_stream(stream: Stream) -> None:
     """Makes `stream` the default stream of its device (and its device the default device)."""
 def set_memory_limit(limit: int) -> int:
-    """Limits the bytes of live buffers per device; an evaluation that would exceed it raises. Returns the previous limit."""
+    """Sets the memory limit, a guideline as MLX's: past it, evaluation first frees the buffers kept for reuse, then goes on; only an allocation the device cannot make raises (MemoryError). Returns the previous limit."""
 def set_printoptions(precision: int = ...) -> None:
     """Set global printing precision for array formatting."""
 def set_wired_limit(limit: int) -> int:

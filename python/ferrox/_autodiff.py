@@ -87,10 +87,12 @@ def _write_back(original: Any, passed: Any, snapshot: dict) -> None:
                 _write_back(o, passed[key], snapshot)
 
 
-def _argnums(argnums: Union[None, int, Sequence[int]], nargs: int, what: str) -> Tuple[List[int], bool]:
-    """Sorted argnums (as MLX) and whether a single gradient (not a tuple) is
-    returned: as in MLX, whenever one argument is differentiated, even when
-    ``argnums`` is a one-element sequence."""
+def _check_argnums(argnums: Union[None, int, Sequence[int]], what: str) -> Tuple[List[int], bool]:
+    """``argnums`` checked when the transform is made, as MLX checks it:
+    sorted, and whether a single gradient (not a tuple) is returned (as in
+    MLX, whenever one argument is differentiated, even when ``argnums`` is a
+    one-element sequence). Not ints is a TypeError; empty, negative or
+    repeated indices a ValueError."""
     if argnums is None:
         argnums = 0
     nums = [argnums] if isinstance(argnums, int) else list(argnums)
@@ -98,18 +100,23 @@ def _argnums(argnums: Union[None, int, Sequence[int]], nargs: int, what: str) ->
     if not nums:
         raise ValueError(f"[{what}] argnums cannot be empty.")
     for n in nums:
-        if not isinstance(n, int):
+        if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"[{what}] argnums must be an int or a sequence of ints.")
         if n < 0:
             raise ValueError(f"[{what}] Can't compute the gradient of negative argument index {n}.")
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"[{what}] Duplicate argument index in argnums {tuple(nums)} is not allowed.")
+    return sorted(nums), single
+
+
+def _argnums_in_range(nums: List[int], nargs: int, what: str) -> None:
+    """The call's check: every index in ``nums`` names a positional argument."""
+    for n in nums:
         if n >= nargs:
             raise ValueError(
                 f"[{what}] Can't compute the gradient of argument index {n} because the function "
                 f"is called with only {nargs} positional arguments."
             )
-    if len(set(nums)) != len(nums):
-        raise ValueError(f"[{what}] Duplicate argument index in argnums {tuple(nums)} is not allowed.")
-    return sorted(nums), single
 
 
 def _argnames(argnames: Union[str, Sequence[str]], what: str) -> List[str]:
@@ -142,15 +149,24 @@ def value_and_grad(
     Returns:
         callable: A function returning ``(value, gradients)``.
     """
-    names = _argnames(argnames, "value_and_grad")
+    return _value_and_grad(fun, argnums, argnames, "value_and_grad")
+
+
+def _value_and_grad(
+    fun: Callable, argnums: Union[None, int, Sequence[int]], argnames: Union[str, Sequence[str]], what: str
+) -> Callable:
+    """``value_and_grad`` for ``what``: for ``grad`` the function must
+    return one array (auxiliary outputs need ``value_and_grad``)."""
+    names = _argnames(argnames, what)
+    if argnums is None and names:
+        nums, single = [], False
+    elif isinstance(argnums, (list, tuple)) and not argnums and names:
+        nums, single = [], False
+    else:
+        nums, single = _check_argnums(argnums, what)
 
     def wrapper(*args, **kwargs):
-        if argnums is None and names:
-            nums, single = [], False
-        elif isinstance(argnums, (list, tuple)) and not argnums and names:
-            nums, single = [], False
-        else:
-            nums, single = _argnums(argnums, len(args), "value_and_grad")
+        _argnums_in_range(nums, len(args), what)
         for name in names:
             if name not in kwargs:
                 raise ValueError(
@@ -161,7 +177,7 @@ def value_and_grad(
         targets = [("pos", n, args[n]) for n in nums] + [("kw", k, kwargs[k]) for k in names]
         flat, structs, counts = [], [], []
         for _, _, value in targets:
-            leaves, st = _flatten(value, "value_and_grad")
+            leaves, st = _flatten(value, what)
             flat += leaves
             structs.append(st)
             counts.append(len(leaves))
@@ -187,6 +203,11 @@ def value_and_grad(
                 for container, key, child in reversed(restore):
                     container[key] = child
             returned.append(out)
+            if what == "grad" and not isinstance(out, array):
+                raise ValueError(
+                    "[grad] The function whose gradient we want to compute must return a single array; "
+                    "use value_and_grad for a function with auxiliary outputs."
+                )
             # The loss is the output or the first entry of a tuple/list; the
             # rest (anything) is auxiliary and returned as it is.
             loss = out[0] if isinstance(out, (list, tuple)) and out else out
@@ -233,7 +254,7 @@ def grad(
     Returns:
         callable: A function returning the gradients of ``fun``.
     """
-    vg = value_and_grad(fun, argnums, argnames)
+    vg = _value_and_grad(fun, argnums, argnames, "grad")
 
     def wrapper(*args, **kwargs):
         return vg(*args, **kwargs)[1]
@@ -316,6 +337,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
                     f"[vmap] The number of in_axes ({len(in_axes)}) must match the number of positional arguments ({len(args)})."
                 )
             axes = _leaf_axes(tuple(in_axes), tuple(args), "vmap")
+        elif isinstance(in_axes, dict) and len(args) == 1:
+            # A dict of axes for a function of one tree argument.
+            axes = _leaf_axes((in_axes,), tuple(args), "vmap")
         else:
             axes = _leaf_axes(in_axes, tuple(args), "vmap")
         leaves, structure = _flatten(tuple(args), "vmap")
@@ -334,17 +358,17 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         # along axis 0, then move each output's batch axis where it belongs.
         outs = _core._vmap(flat_fun, leaves, axes, [0])
         tree = _unflatten(outs, out_structure[-1])
-        targets = _leaf_axes(out_axes, tree, "vmap")
+        if isinstance(tree, array) and isinstance(out_axes, (list, tuple)) and len(out_axes) == 1:
+            # One output's axis given as a one-item sequence, as MLX allows.
+            targets = _leaf_axes(out_axes[0], tree, "vmap")
+        else:
+            targets = _leaf_axes(out_axes, tree, "vmap")
         if any(ax is None for ax in targets):
             raise ValueError("[vmap] out_axes may be None only for the whole output.")
         moved = [x if ax == 0 else _core.moveaxis(x, 0, ax) for x, ax in zip(outs, targets)]
         return _unflatten(moved, out_structure[-1])
 
     return wrapper
-
-
-def _to_arrays(args: Sequence[Any]) -> List[array]:
-    return [a if isinstance(a, array) else array(a) for a in args]
 
 
 class custom_function:
@@ -408,44 +432,62 @@ class custom_function:
         return rule
 
     def __call__(self, *args):
-        single = []
+        # Arguments and outputs may be trees of arrays (Python scalars among
+        # the arguments become arrays); the rules see and return trees of
+        # the same structures.
+        args = tuple(_arrays_in(a) for a in args)
+        leaves, in_structure = _flatten(args, "custom_function")
+        out_structure = []
 
         def forward(xs):
-            out = self.fun(*xs)
-            single.append(isinstance(out, array))
-            return _as_output_list(out, "custom_function")
-
-        def shaped(items):
-            return items[0] if single[-1] else tuple(items)
-
-        def as_list(value):
-            return [value] if isinstance(value, array) else list(value)
+            out = self.fun(*_unflatten(xs, in_structure))
+            out_leaves, structure = _flatten(out, "custom_function")
+            out_structure.append(structure)
+            return out_leaves
 
         def per_input(items):
             # As MLX: the argument itself for a one-argument function, else a tuple.
-            return items[0] if len(args) == 1 else tuple(items)
+            tree = _unflatten(items, in_structure)
+            return tree[0] if len(args) == 1 else tree
+
+        def shaped(items):
+            return _unflatten(items, out_structure[-1])
+
+        def rule_leaves(value, what):
+            # The rule's result as a flat list: a tree shaped like the inputs
+            # (or, for one input, that input's tree or a one-item sequence of
+            # it); the core checks the count, shapes and dtypes.
+            return _flatten(value, f"custom_function {what}")[0]
 
         vjp_rule = jvp_rule = vmap_rule = None
         if self._vjp is not None:
 
             def vjp_rule(primals, cotangents, outputs):
-                return as_list(self._vjp(per_input(primals), shaped(cotangents), shaped(outputs)))
+                result = self._vjp(per_input(primals), shaped(cotangents), shaped(outputs))
+                return rule_leaves(result, "vjp")
 
         if self._jvp is not None:
 
             def jvp_rule(primals, tangents):
-                return as_list(self._jvp(per_input(primals), per_input(tangents)))
+                result = self._jvp(per_input(primals), per_input(tangents))
+                return rule_leaves(result, "jvp")
 
         if self._vmap is not None:
 
             def vmap_rule(inputs, axes):
                 outs, out_axes = self._vmap(per_input(inputs), per_input(axes))
-                if isinstance(outs, array):
-                    return [outs], [out_axes]
-                return list(outs), list(out_axes)
+                out_leaves, _ = _flatten(outs, "custom_function vmap")
+                if out_axes is None or isinstance(out_axes, int):
+                    return out_leaves, [out_axes] * len(out_leaves)
+                return out_leaves, _leaf_axes(out_axes, outs, "custom_function vmap")
 
-        outs = _core._custom_call(forward, vjp_rule, jvp_rule, vmap_rule, _to_arrays(args), name=self.__name__)
+        outs = _core._custom_call(forward, vjp_rule, jvp_rule, vmap_rule, leaves, name=self.__name__)
         return shaped(outs)
+
+
+def _arrays_in(tree: Any) -> Any:
+    """``tree`` with its Python scalars (and other array-likes) made arrays."""
+    return tree_map(lambda x: x if isinstance(x, array) else array(x), tree)
 
 
 def checkpoint(fun: Callable) -> Callable:
@@ -467,7 +509,7 @@ def checkpoint(fun: Callable) -> Callable:
 
     def wrapper(*args):
         name = getattr(fun, "__name__", "checkpoint")
-        outs = _core._custom_call(forward, None, None, None, _to_arrays(args), checkpoint=True, name=name)
+        outs = _core._custom_call(forward, None, None, None, [a if isinstance(a, array) else array(a) for a in args], checkpoint=True, name=name)
         return outs[0] if single[-1] else tuple(outs)
 
     return wrapper

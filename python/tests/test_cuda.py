@@ -90,13 +90,18 @@ def test_memory_accounting_and_cache():
     assert fx.get_cache_memory() < 64 << 20
 
 
-def test_memory_limit_is_a_clear_error():
+def test_memory_limit_is_a_guideline():
+    # As MLX's: past the limit the cache goes back to the driver and the
+    # evaluation still runs; only a real allocation failure raises.
     old = fx.set_memory_limit(1 << 30)
     try:
-        with pytest.raises(MemoryError, match="memory limit|maximum allowed"):
-            fx.eval(fx.zeros((1 << 29,)))  # 2 GiB
-        # Smaller work still runs under the limit.
-        assert fx.zeros((1 << 20,)).sum().item() == 0.0
+        cached = fx.zeros((1 << 26,)) + 1.0  # 256 MiB, then freed into the cache
+        fx.eval(cached)
+        del cached
+        assert fx.get_cache_memory() >= 1 << 28
+        big = fx.zeros((1 << 29,)) + 1.0  # 2 GiB, past the limit
+        assert big[-1].item() == 1.0
+        assert fx.get_cache_memory() < 1 << 28
     finally:
         fx.set_memory_limit(old)
 

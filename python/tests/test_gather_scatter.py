@@ -495,9 +495,11 @@ def test_gradients(name, rng):
     fd_check(FUNCS[name], x, rng)
 
 
-def test_scatter_prod_gradient_is_refused_as_in_mlx():
-    with pytest.raises(ValueError, match="scatter_prod"):
-        fx.grad(lambda v: v.at[fx.array([0])].multiply(2.0).sum())(fx.array([1.0, 2.0]))
+def test_scatter_prod_gradient():
+    # MLX has none (its slice updates multiply with one); ferrox's is exact,
+    # repeated indices and zero updates included (test_mlx_semantics.py).
+    g = fx.grad(lambda v: v.at[fx.array([0, 0])].multiply(fx.array([2.0, 3.0])).sum())(fx.array([1.0, 2.0]))
+    np.testing.assert_array_equal(np.array(g), [6.0, 1.0])
 
 
 def test_grad_of_gather_accumulates_repeats():

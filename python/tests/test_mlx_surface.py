@@ -461,5 +461,9 @@ def test_random_state_as_mlx():
     assert [k.tolist() for k in state] == [mx.random.state[0].tolist()]
     with pytest.raises(IndexError, match="random state index out of range"):
         state[1]
+    # Assignable (compile's captured random.state is written back through
+    # it; MLX's binding refuses the assignment with a TypeError).
+    state[0] = fx.random.key(1)
+    assert state[0].tolist() == fx.random.key(1).tolist()
     with pytest.raises(TypeError):
-        state[0] = fx.random.key(1)
+        state[0] = [0, 1]

@@ -217,7 +217,7 @@ def test_transforms_keep_tree_types_and_order():
 
 
 def test_transforms_reject_what_tree_utils_accept():
-    with pytest.raises(ValueError, match="value_and_grad"):
+    with pytest.raises(ValueError, match="grad"):
         fx.grad(lambda t: t[0].sum())([fx.ones((2,)), 3])
     loop = [fx.ones((2,))]
     loop.append(loop)

@@ -24,7 +24,7 @@ use std::sync::Arc;
 ///         scalar, nested lists or tuples, or an object with the buffer protocol
 ///         (a NumPy array).
 ///     dtype (Dtype, optional): Dtype of the array; inferred from ``val`` when None.
-#[pyclass(name = "array", module = "ferrox", sequence)]
+#[pyclass(name = "array", module = "ferrox", sequence, weakref)]
 pub struct PyArray {
     /// The wrapped graph handle.
     pub inner: Array,
@@ -161,6 +161,17 @@ pub struct PyArrayAt {
 impl PyArrayAt {
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyArrayAtIndex> {
         Ok(PyArrayAtIndex { array: self.array.clone(), indices: index_entries(key)?, whole: whole_array_key(key) })
+    }
+
+    /// An update method asked of `array.at` itself, before an index: a
+    /// ValueError as MLX raises (`a.at[idx].add(v)` is the form).
+    fn __getattr__(&self, name: &str) -> PyResult<PyObject> {
+        if matches!(name, "add" | "subtract" | "multiply" | "divide" | "maximum" | "minimum") {
+            return Err(PyValueError::new_err(format!(
+                "[at] Index the array before updating it: a.at[index].{name}(value)."
+            )));
+        }
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!("'ArrayAt' object has no attribute '{name}'")))
     }
 }
 
@@ -346,8 +357,8 @@ struct ExportedBuffer {
     format: CString,
 }
 
-fn buffer_format(d: Dtype) -> Option<&'static str> {
-    Some(match d {
+fn buffer_format(d: Dtype) -> &'static str {
+    match d {
         Dtype::Bool => "?",
         Dtype::U8 => "B",
         Dtype::U16 => "H",
@@ -361,8 +372,9 @@ fn buffer_format(d: Dtype) -> Option<&'static str> {
         Dtype::F32 => "f",
         Dtype::F64 => "d",
         Dtype::C64 => "Zf",
-        Dtype::BF16 => return None,
-    })
+        // No struct-module code exists for bfloat16: MLX's format name.
+        Dtype::BF16 => "bfloat16",
+    }
 }
 
 #[guarded]
@@ -545,6 +557,9 @@ impl PyArray {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyArray> {
         no_modulo(modulo)?;
+        if !crate::methods::operator_accepts(other)? {
+            return Err(crate::methods::invalid_operand("power", other));
+        }
         let (a, b) = operands(slf.as_any(), other)?;
         Ok(PyArray::wrap(ops::power(&a, &b).py()?))
     }
@@ -555,12 +570,18 @@ impl PyArray {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyArray> {
         no_modulo(modulo)?;
+        if !crate::methods::operator_accepts(other)? {
+            return Err(crate::methods::invalid_operand("power", other));
+        }
         let (a, b) = operands(other, slf.as_any())?;
         Ok(PyArray::wrap(ops::power(&a, &b).py()?))
     }
 
     fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         no_modulo(modulo)?;
+        if !crate::methods::operator_accepts(other)? {
+            return Err(crate::methods::invalid_operand("inplace power", other));
+        }
         let (a, b) = operands(slf.as_any(), other)?;
         let out = ops::power(&a, &b).py()?;
         slf.borrow_mut().inner = out;
@@ -713,7 +734,8 @@ impl PyArray {
     /// Restores a pickled state (see `__getstate__`); the array is
     /// evaluated and on the host.
     fn __setstate__(&mut self, state: &Bound<'_, PyAny>) -> PyResult<()> {
-        let bad = || PyValueError::new_err("[array.__setstate__] Invalid pickle state: expected (bytes, shape, dtype name).");
+        let bad =
+            || PyValueError::new_err("[array.__setstate__] Invalid pickle state: expected (bytes, shape, dtype name).");
         let state = state.downcast::<PyTuple>().map_err(|_| bad())?;
         if state.len() != 3 {
             return Err(bad());
@@ -760,28 +782,33 @@ impl PyArray {
             return Err(PyBufferError::new_err("View is null"));
         }
         let a = slf.borrow().inner.clone();
-        let format = buffer_format(a.dtype()).ok_or_else(|| {
-            PyTypeError::new_err(
-                "[buffer] bfloat16 has no buffer-protocol format; convert with astype(ferrox.float32) first.",
-            )
-        })?;
+        let format = buffer_format(a.dtype());
         let data = slf.py().allow_threads(|| a.data()).py()?;
-        // Share the buffer when it is row-contiguous on the host; else export
+        // Share the buffer when it is on the host, row-contiguous or with a
+        // consumer that reads strides (a transposed, sliced or broadcast
+        // view exports its own strides, as MLX's does: no copy); else export
         // a copy. Memory another library owns (a DLPack import) is shared
         // read-only, and copied for a consumer that asks to write.
         let writable = flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE;
-        let (storage, offset, readonly) = match &*data.storage {
-            Storage::Cpu(host) if data.layout.is_row_contiguous() && !(host.is_foreign() && writable) => {
-                (data.storage.clone(), data.layout.offset, host.is_foreign())
+        let reads_strides = flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES;
+        let (storage, layout, readonly) = match &*data.storage {
+            Storage::Cpu(host)
+                if (data.layout.is_row_contiguous() || reads_strides) && !(host.is_foreign() && writable) =>
+            {
+                (data.storage.clone(), data.layout.clone(), host.is_foreign())
             }
-            _ => (Arc::new(Storage::Cpu(a.to_host().map_err(|e| e.in_op("buffer")).py()?)), 0, false),
+            _ => (
+                Arc::new(Storage::Cpu(a.to_host().map_err(|e| e.in_op("buffer")).py()?)),
+                ferrox::shape::Layout::contiguous(a.shape()),
+                false,
+            ),
         };
         let Storage::Cpu(host) = &*storage else {
             unreachable!("the exported storage was made on the host above");
         };
-        let itemsize = a.itemsize() as isize;
+        let (itemsize, offset) = (a.itemsize() as isize, layout.offset);
         let shape: Vec<isize> = a.shape().iter().map(|&d| d as isize).collect();
-        let strides = ferrox::shape::contiguous_strides(a.shape()).iter().map(|s| s * itemsize).collect();
+        let strides = layout.strides.iter().map(|s| s * itemsize).collect();
         let holder = Box::new(ExportedBuffer {
             _storage: storage.clone(),
             shape,

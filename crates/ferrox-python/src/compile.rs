@@ -39,7 +39,7 @@ fn arrays(list: &Bound<'_, PyAny>) -> PyResult<Vec<Array>> {
 }
 
 /// A compiled function over flat lists of arrays.
-#[pyclass(name = "_Compiled", module = "ferrox._core", unsendable)]
+#[pyclass(name = "_Compiled", module = "ferrox._core")]
 pub struct PyCompiled {
     inner: CompiledFunction,
 }
@@ -113,7 +113,10 @@ fn too_deep() -> PyErr {
 /// Whether `x` is a container of a state tree (a list, tuple or dict,
 /// subclasses included).
 fn is_container(x: &Bound<'_, PyAny>) -> bool {
-    x.is_instance_of::<PyDict>() || x.is_instance_of::<PyList>() || x.is_instance_of::<PyTuple>()
+    x.is_instance_of::<PyDict>()
+        || x.is_instance_of::<PyList>()
+        || x.is_instance_of::<PyTuple>()
+        || x.is_instance_of::<crate::random::RandomState>()
 }
 
 /// The children of container `node`: `(key, child)` pairs of a dict in
@@ -125,6 +128,8 @@ fn children<'py>(node: &Bound<'py, PyAny>) -> PyResult<Vec<(Bound<'py, PyAny>, B
     }
     let items: Vec<Bound<'py, PyAny>> = match node.downcast::<PyList>() {
         Ok(l) => l.iter().collect(),
+        // `random.state`: one key, read and written as `state[0]`.
+        Err(_) if node.is_instance_of::<crate::random::RandomState>() => vec![node.get_item(0)?],
         Err(_) => node.downcast::<PyTuple>()?.iter().collect(),
     };
     items.into_iter().enumerate().map(|(i, c)| Ok((i.into_pyobject(py)?.into_any(), c))).collect()
@@ -142,6 +147,7 @@ fn collect_state<'py>(node: &Bound<'py, PyAny>, out: &Bound<'py, PyList>, depth:
     }
     let items: Vec<Bound<'py, PyAny>> = match node.downcast::<PyDict>() {
         Ok(d) => d.values().iter().collect(),
+        Err(_) if node.is_instance_of::<crate::random::RandomState>() => vec![node.get_item(0)?],
         Err(_) => node.try_iter()?.collect::<PyResult<_>>()?,
     };
     items.iter().try_for_each(|child| collect_state(child, out, depth + 1))

@@ -40,7 +40,7 @@ impl PyDeviceType {
 /// Args:
 ///     type (DeviceType): ``ferrox.cpu`` or ``ferrox.gpu``.
 ///     index (int, optional): Index of the device among those of its type. Default: ``0``.
-#[pyclass(name = "Device", module = "ferrox", eq, frozen, hash)]
+#[pyclass(name = "Device", module = "ferrox", frozen)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDevice(pub Device);
 
@@ -61,6 +61,27 @@ impl PyDevice {
 
     fn __repr__(&self) -> String {
         self.0.to_string()
+    }
+
+    /// Equal to a Device of the same type and index, and (as MLX's) to a
+    /// DeviceType, which stands for the first device of that type.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let py = other.py();
+        let same = if let Ok(d) = other.downcast::<PyDevice>() {
+            d.get().0 == self.0
+        } else if let Ok(t) = other.downcast::<PyDeviceType>() {
+            t.get().kind() == self.0.kind && self.0.index == 0
+        } else {
+            return Ok(py.NotImplemented());
+        };
+        Ok(same.into_pyobject(py)?.to_owned().into_any().unbind())
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.0.hash(&mut h);
+        h.finish()
     }
 }
 
@@ -140,6 +161,7 @@ pub fn device_arg(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
 /// Reads a `stream=` argument (a Stream, Device or DeviceType).
 pub fn stream_arg(obj: &Bound<'_, PyAny>) -> PyResult<Stream> {
     if let Ok(s) = obj.extract::<PyStream>() {
+        check_owner(s.0)?;
         return Ok(s.0);
     }
     if let Ok(t) = obj.downcast::<PyThreadLocalStream>() {
@@ -191,7 +213,13 @@ fn set_default_device(device: &Bound<'_, PyAny>) -> PyResult<()> {
 #[guarded]
 #[pyfunction]
 fn default_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
-    Ok(PyStream(device::default_stream(device_arg(device)?)))
+    let device = device_arg(device)?;
+    if !device::is_available(device) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "[default_stream] {device} is not available on this machine."
+        )));
+    }
+    Ok(PyStream(device::default_stream(device)))
 }
 
 /// Creates a new stream on a device.
@@ -204,7 +232,31 @@ fn default_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
 #[guarded]
 #[pyfunction]
 fn new_stream(device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
-    Ok(PyStream(device::new_stream(device_arg(device)?).py()?))
+    let stream = device::new_stream(device_arg(device)?).py()?;
+    owners().insert(stream, std::thread::current().id());
+    Ok(PyStream(stream))
+}
+
+/// The thread each `new_stream` stream belongs to: as in MLX, such a stream
+/// is its maker's; other threads use `new_thread_local_stream` (a stream of
+/// their own) or `new_thread_unsafe_stream` (one any thread may use).
+fn owners() -> std::sync::MutexGuard<'static, std::collections::HashMap<Stream, std::thread::ThreadId>> {
+    static OWNERS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Stream, std::thread::ThreadId>>> =
+        std::sync::OnceLock::new();
+    OWNERS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The RuntimeError of a `new_stream` stream used by another thread (MLX's).
+fn check_owner(stream: Stream) -> PyResult<()> {
+    match owners().get(&stream) {
+        Some(&owner) if owner != std::thread::current().id() => {
+            Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "[stream] {stream} belongs to the thread that made it with new_stream; use new_thread_local_stream \
+             (a stream per thread) or new_thread_unsafe_stream in several threads."
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A stream that is a distinct stream in each thread using it.

@@ -348,6 +348,12 @@ fn describe(t: &DLTensor) -> PyResult<(Dtype, Vec<usize>, Vec<i64>)> {
             t.dtype.code, t.dtype.bits, t.dtype.lanes
         ))
     })?;
+    let (shape, strides) = geometry(t)?;
+    Ok((dtype, shape, strides))
+}
+
+/// The shape and strides (in elements) of a DLTensor.
+fn geometry(t: &DLTensor) -> PyResult<(Vec<usize>, Vec<i64>)> {
     let ndim = usize::try_from(t.ndim).map_err(|_| PyValueError::new_err("[from_dlpack] Negative ndim."))?;
     // SAFETY: a producer's shape and strides hold `ndim` entries.
     let shape: Vec<i64> =
@@ -362,7 +368,44 @@ fn describe(t: &DLTensor) -> PyResult<(Dtype, Vec<usize>, Vec<i64>)> {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec()
     };
-    Ok((dtype, shape, strides))
+    Ok((shape, strides))
+}
+
+/// Whether a DLTensor holds complex128 (NumPy's default complex type).
+fn is_complex128(t: &DLTensor) -> bool {
+    t.dtype.code == 5 && t.dtype.bits == 128 && t.dtype.lanes == 1
+}
+
+/// A host complex128 tensor narrowed to a complex64 array (a copy), as MLX
+/// imports it; the producer's tensor is released before returning.
+fn narrow_complex128(t: &DLTensor, release: Release) -> PyResult<Array> {
+    let result = geometry(t).and_then(|(shape, strides)| {
+        let n = ferrox::shape::numel(&shape);
+        let mut bytes = Vec::with_capacity(n * 8);
+        let base = (t.data as *const u8).wrapping_add(t.byte_offset as usize);
+        let mut index = vec![0usize; shape.len()];
+        for _ in 0..n {
+            let at: i64 = index.iter().zip(&strides).map(|(&i, &s)| i as i64 * s).sum();
+            // SAFETY: the producer guarantees that every element its shape
+            // and strides address lies in its buffer, alive until release.
+            let (re, im) = unsafe {
+                let p = base.wrapping_offset(at as isize * 16) as *const f64;
+                (p.read_unaligned(), p.add(1).read_unaligned())
+            };
+            bytes.extend_from_slice(&(re as f32).to_ne_bytes());
+            bytes.extend_from_slice(&(im as f32).to_ne_bytes());
+            for axis in (0..shape.len()).rev() {
+                index[axis] += 1;
+                if index[axis] < shape[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Array::from_bytes(&bytes, Dtype::C64, &shape).py()
+    });
+    release.run();
+    result
 }
 
 /// The owner of a zero-copy import: a Python capsule whose destructor gives
@@ -457,6 +500,22 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
     let taken = take_capsule(&capsule)?;
     // SAFETY: the tensor stays valid until it is released.
     let tensor = unsafe { &*taken.tensor };
+    // complex128 (NumPy's default complex type) arrives as complex64, as
+    // MLX imports it: a conversion, so never with copy=False. (float64 is
+    // shared as float64: ferrox computes in it, where MLX narrows it.)
+    if is_complex128(tensor) {
+        if copy == Some(false) {
+            taken.release.run();
+            return Err(PyBufferError::new_err(
+                "[from_dlpack] copy=False: complex128 tensors are converted to complex64.",
+            ));
+        }
+        if device_type != CPU && device_type != CUDA_HOST {
+            taken.release.run();
+            return Err(PyBufferError::new_err("[from_dlpack] complex128 is supported for host tensors only."));
+        }
+        return Ok(PyArray::wrap(narrow_complex128(tensor, taken.release)?));
+    }
     #[cfg(feature = "cuda")]
     if device_type == CUDA {
         let shared = import_device_tensor(py, tensor, gpu_stream, taken.release);
@@ -479,6 +538,11 @@ fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyRe
         _ => shared,
     };
     Ok(PyArray::wrap(array))
+}
+
+/// `from_dlpack(x, copy=False)` for other bindings (`asarray(copy=False)`).
+pub(crate) fn import_without_copy(x: &Bound<'_, PyAny>) -> PyResult<Array> {
+    Ok(from_dlpack(x.py(), x, Some(false))?.inner)
 }
 
 /// A GPU array over a CUDA DLTensor's memory, without a copy; the producer's

@@ -37,15 +37,16 @@ pub fn to_py(err: Error) -> PyErr {
         }
     }
     match err {
-        Error::AxisOutOfRange { .. } | Error::AxisArgument { .. } => {
-            Python::with_gil(|py| match axis_error(py) {
-                Ok(t) => PyErr::from_type(t.clone(), msg),
-                Err(e) => e,
-            })
-        }
-        Error::IndexOutOfRange { .. }
-        | Error::IndexArgument { .. }
-        | Error::TooManyIndices { .. } => PyIndexError::new_err(msg),
+        // An axis or index outside the array: MLX raises ValueError, NumPy
+        // IndexError (or AxisError); the class is both.
+        Error::AxisOutOfRange { .. }
+        | Error::AxisArgument { .. }
+        | Error::IndexOutOfRange { .. }
+        | Error::TooManyIndices { .. } => Python::with_gil(|py| match axis_error(py) {
+            Ok(t) => PyErr::from_type(t.clone(), msg),
+            Err(e) => e,
+        }),
+        Error::IndexArgument { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         Error::File { kind, .. } => match kind {
@@ -61,10 +62,10 @@ pub fn to_py(err: Error) -> PyErr {
 
 static AXIS_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 
-/// `ferrox.AxisError`, the exception for an axis outside an array: a
-/// subclass of both ValueError and IndexError (NumPy's `AxisError`
-/// design), so handlers written for MLX (IndexError) or for NumPy
-/// (ValueError, IndexError or AxisError) all catch it.
+/// `ferrox.AxisError`, the exception for an axis or index outside an
+/// array (or more indices than axes): a subclass of both ValueError and
+/// IndexError (NumPy's `AxisError` design), so handlers written for MLX
+/// (ValueError) or for NumPy (IndexError or AxisError) all catch it.
 pub fn axis_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     AXIS_ERROR
         .get_or_try_init(py, || {
@@ -73,7 +74,7 @@ pub fn axis_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
             namespace.set_item("__module__", "ferrox")?;
             namespace.set_item(
                 "__doc__",
-                "An axis outside the array: both a ValueError and an IndexError, as NumPy's AxisError.",
+                "An axis or index outside the array: both a ValueError and an IndexError, as NumPy's AxisError.",
             )?;
             let class = py.import("builtins")?.getattr("type")?.call1(("AxisError", bases, namespace))?;
             Ok(class.downcast_into::<PyType>()?.unbind())

@@ -9,6 +9,7 @@ use crate::convert::operands;
 use crate::errors::IntoPyResult;
 use ferrox::ops;
 use ferrox_python_macros::guarded;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -36,22 +37,53 @@ macro_rules! unary_methods {
 
 ferrox::unary_ops!(unary_methods);
 
+/// Whether an operator may combine an array with `other`: arrays, Python
+/// scalars, objects with the buffer protocol (NumPy arrays) and objects
+/// with `__mlx_array__`. Lists, tuples and strings are not (MLX's rule:
+/// `==` with them is False, `!=` True, and other operators raise).
+pub(crate) fn operator_accepts(other: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(crate::convert::is_array_like(other)
+        || crate::convert::py_scalar(other)?.is_some()
+        || other.hasattr("__mlx_array__")?)
+}
+
+/// The ValueError of an operator given an operand it does not accept.
+pub(crate) fn invalid_operand(operation: &str, other: &Bound<'_, PyAny>) -> PyErr {
+    let name = other.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
+    PyValueError::new_err(format!("Cannot perform {operation} on a ferrox.array and {name}"))
+}
+
 macro_rules! binary_dunders {
-    ($($name:ident, $rname:ident, $iname:ident => $op:path;)*) => {
+    ($($name:ident, $rname:ident, $iname:ident => $op:path, $what:literal;)*) => {
         #[guarded]
         #[pymethods]
         impl PyArray {
             $(
                 fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+                    if !operator_accepts(other)? {
+                        return Err(invalid_operand($what, other));
+                    }
                     let (a, b) = operands(slf.as_any(), other)?;
                     Ok(PyArray::wrap($op(&a, &b).py()?))
                 }
                 fn $rname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+                    if !operator_accepts(other)? {
+                        return Err(invalid_operand($what, other));
+                    }
                     let (a, b) = operands(other, slf.as_any())?;
                     Ok(PyArray::wrap($op(&a, &b).py()?))
                 }
                 fn $iname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                    if !operator_accepts(other)? {
+                        return Err(invalid_operand(concat!("inplace ", $what), other));
+                    }
                     let (a, b) = operands(slf.as_any(), other)?;
+                    if $what == "division" && !a.dtype().is_inexact() {
+                        // As MLX: `a /= b` would turn an integer array into floats.
+                        return Err(PyValueError::new_err(
+                            "In place division cannot cast to non-floating point type.",
+                        ));
+                    }
                     let out = $op(&a, &b).py()?;
                     slf.borrow_mut().inner = out;
                     Ok(())
@@ -62,42 +94,70 @@ macro_rules! binary_dunders {
 }
 
 binary_dunders! {
-    __add__, __radd__, __iadd__ => ops::add;
-    __sub__, __rsub__, __isub__ => ops::subtract;
-    __mul__, __rmul__, __imul__ => ops::multiply;
-    __truediv__, __rtruediv__, __itruediv__ => ops::divide;
-    __floordiv__, __rfloordiv__, __ifloordiv__ => ops::floor_divide;
-    __mod__, __rmod__, __imod__ => ops::remainder;
-    __matmul__, __rmatmul__, __imatmul__ => ops::matmul;
-    __and__, __rand__, __iand__ => ops::bitwise_and;
-    __or__, __ror__, __ior__ => ops::bitwise_or;
-    __xor__, __rxor__, __ixor__ => ops::bitwise_xor;
-    __lshift__, __rlshift__, __ilshift__ => ops::left_shift;
-    __rshift__, __rrshift__, __irshift__ => ops::right_shift;
+    __add__, __radd__, __iadd__ => ops::add, "addition";
+    __sub__, __rsub__, __isub__ => ops::subtract, "subtraction";
+    __mul__, __rmul__, __imul__ => ops::multiply, "multiplication";
+    __truediv__, __rtruediv__, __itruediv__ => ops::divide, "division";
+    __floordiv__, __rfloordiv__, __ifloordiv__ => ops::floor_divide, "floor division";
+    __mod__, __rmod__, __imod__ => ops::remainder, "modulus";
+    __matmul__, __rmatmul__, __imatmul__ => ops::matmul, "matrix multiplication";
+    __and__, __rand__, __iand__ => ops::bitwise_and, "bitwise and";
+    __or__, __ror__, __ior__ => ops::bitwise_or, "bitwise or";
+    __xor__, __rxor__, __ixor__ => ops::bitwise_xor, "bitwise xor";
+    __lshift__, __rlshift__, __ilshift__ => ops::left_shift, "left shift";
+    __rshift__, __rrshift__, __irshift__ => ops::right_shift, "right shift";
 }
 
-macro_rules! compare_dunders {
-    ($($name:ident => $op:path;)*) => {
-        #[guarded]
-        #[pymethods]
-        impl PyArray {
-            $(
-                fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-                    let (a, b) = operands(slf.as_any(), other)?;
-                    Ok(PyArray::wrap($op(&a, &b).py()?))
-                }
-            )*
+/// Element-wise comparison `op` of the array with `other`, or the
+/// ValueError of an operand the operators do not accept.
+fn compare(
+    slf: &Bound<'_, PyArray>,
+    other: &Bound<'_, PyAny>,
+    op: fn(&ferrox::Array, &ferrox::Array) -> ferrox::Result<ferrox::Array>,
+    what: &str,
+) -> PyResult<PyArray> {
+    if !operator_accepts(other)? {
+        return Err(invalid_operand(what, other));
+    }
+    let (a, b) = operands(slf.as_any(), other)?;
+    Ok(PyArray::wrap(op(&a, &b).py()?))
+}
+
+// The comparison operators share one `#[pymethods]` block: PyO3 builds
+// one rich-comparison slot from them.
+#[guarded]
+#[pymethods]
+impl PyArray {
+    fn __lt__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        compare(slf, other, ops::less, "less than")
+    }
+    fn __le__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        compare(slf, other, ops::less_equal, "less than or equal")
+    }
+    fn __gt__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        compare(slf, other, ops::greater, "greater than")
+    }
+    fn __ge__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        compare(slf, other, ops::greater_equal, "greater than or equal")
+    }
+    /// Element-wise `==`; a Python bool (False) against a value that is not
+    /// an array, scalar or array-like (a list, tuple or str), as MLX's.
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let py = slf.py();
+        if !operator_accepts(other)? {
+            return Ok(false.into_pyobject(py)?.to_owned().into_any().unbind());
         }
-    };
-}
-
-compare_dunders! {
-    __lt__ => ops::less;
-    __le__ => ops::less_equal;
-    __gt__ => ops::greater;
-    __ge__ => ops::greater_equal;
-    __eq__ => ops::equal;
-    __ne__ => ops::not_equal;
+        Ok(compare(slf, other, ops::equal, "equality")?.into_pyobject(py)?.into_any().unbind())
+    }
+    /// Element-wise `!=`; a Python bool (True) against a value that is not
+    /// an array, scalar or array-like, as MLX's.
+    fn __ne__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let py = slf.py();
+        if !operator_accepts(other)? {
+            return Ok(true.into_pyobject(py)?.to_owned().into_any().unbind());
+        }
+        Ok(compare(slf, other, ops::not_equal, "inequality")?.into_pyobject(py)?.into_any().unbind())
+    }
 }
 
 macro_rules! reduce_methods {

@@ -121,6 +121,18 @@ impl RandomState {
         wrap(Ok(random::state()))
     }
 
+    /// `random.state[0] = key`: replaces the global key (compile writes the
+    /// state a function with `outputs=random.state` returned through this).
+    fn __setitem__(&self, index: isize, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if index != 0 && index != -1 {
+            return Err(pyo3::exceptions::PyIndexError::new_err("random state index out of range"));
+        }
+        let key = value
+            .downcast::<PyArray>()
+            .map_err(|_| pyo3::exceptions::PyTypeError::new_err("[random.state] The key must be an array."))?;
+        crate::errors::IntoPyResult::py(random::set_state(&key.borrow().inner))
+    }
+
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let list = PyList::new(py, [wrap(Ok(random::state()))?])?;
         list.try_iter().map(|it| it.into_any())

@@ -39,9 +39,9 @@ pub fn get_peak_memory() -> usize {
     PEAK.load(Ordering::Relaxed)
 }
 
-/// Resets the peak to the current active memory.
+/// Resets the peak to 0 (as MLX's; it grows again with the next allocation).
 pub fn reset_peak_memory() {
-    PEAK.store(ACTIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+    PEAK.store(0, Ordering::Relaxed);
 }
 
 /// Bytes held by freed buffers kept for reuse, on every device.
@@ -72,9 +72,10 @@ pub fn clear_cache() {
 /// Limit set by [`set_memory_limit`]; 0 means each device's own size.
 static LIMIT: AtomicUsize = AtomicUsize::new(0);
 
-/// Limits the bytes of live buffers on each device: an evaluation that would
-/// exceed it fails with an error instead of allocating. Returns the previous
-/// limit (by default the CPU's physical memory).
+/// Sets the memory limit, a guideline as MLX's: when live buffers would
+/// exceed it, evaluation first gives the devices' caches of freed buffers
+/// back, then goes on; only an allocation the device cannot make fails.
+/// Returns the previous limit (by default the CPU's physical memory).
 pub fn set_memory_limit(limit: usize) -> usize {
     let previous = memory_limit(physical_memory());
     LIMIT.store(limit, Ordering::Relaxed);

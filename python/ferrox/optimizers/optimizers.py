@@ -567,6 +567,31 @@ class Adafactor(Optimizer):
         if self.beta_1 is not None:
             state["exp_avg"] = fx.zeros_like(parameter)
 
+    def _compute_rms(self, inputs: fx.array) -> fx.array:
+        """The root mean square of ``inputs`` (MLX's helper)."""
+        return fx.sqrt(fx.mean(fx.square(inputs)))
+
+    def _compute_learning_rate(self, step: fx.array, parameter_rms: fx.array) -> fx.array:
+        """The step size: relative to the step count or the learning rate,
+        times the parameter scale when ``scale_parameter`` (MLX's helper)."""
+        if self.relative_step:
+            min_step = 1e-6 * step if self.warmup_init else 1e-2
+            relative_step_size = fx.minimum(min_step, fx.rsqrt(step))
+        else:
+            relative_step_size = self.learning_rate
+        relative_step_size = fx.array(relative_step_size).astype(parameter_rms.dtype)
+        parameter_scale = 1.0
+        if self.scale_parameter:
+            parameter_scale = fx.maximum(self.eps[1], parameter_rms)
+        return parameter_scale * relative_step_size
+
+    def _approximate_exp_moving_avg(self, exp_avg_sq_row: fx.array, exp_avg_sq_col: fx.array) -> fx.array:
+        """The factored second moment rebuilt from its row and column
+        averages (MLX's helper)."""
+        r_factor = fx.rsqrt(exp_avg_sq_row / fx.mean(exp_avg_sq_row, axis=-1, keepdims=True))
+        c_factor = fx.rsqrt(exp_avg_sq_col)
+        return fx.expand_dims(r_factor, axis=-1) * fx.expand_dims(c_factor, axis=-2)
+
     def apply_single(self, gradient: fx.array, parameter: fx.array, state: dict):
         """One Adafactor step."""
         names = self._state_names(parameter)

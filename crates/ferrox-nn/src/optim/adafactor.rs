@@ -127,8 +127,9 @@ pub fn adafactor_update(
     } else {
         relative
     };
-    let beta_2 =
-        ops::subtract(&float(1.0, &step)?, &ops::power(&step, &float(cfg.decay_rate, &step)?)?.astype(dtype)?)?;
+    // In the parameters' dtype, as MLX's `1.0 - (step ** decay_rate).astype(dtype)`.
+    let decay = ops::power(&step, &float(cfg.decay_rate, &step)?)?.astype(dtype)?;
+    let beta_2 = ops::subtract(&float(1.0, &decay)?, &decay)?;
     let one_minus_beta_2 = ops::subtract(&float(1.0, &beta_2)?, &beta_2)?;
     let decayed = |state: &Array, fresh: &Array| -> Result<Array> {
         ops::add(&ops::multiply(&beta_2, state)?, &ops::multiply(&one_minus_beta_2, fresh)?)

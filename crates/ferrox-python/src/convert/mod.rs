@@ -71,6 +71,13 @@ fn to_array_at(obj: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth: usize) -> Py
         nested::from_sequence(obj, dtype, depth)?
     } else if let Some(a) = buffer::from_buffer(obj, dtype)? {
         a
+    } else if obj.hasattr("__mlx_array__")? {
+        // MLX's protocol for objects that stand for an array.
+        let a = obj.call_method0("__mlx_array__")?;
+        let a = a
+            .downcast::<PyArray>()
+            .map_err(|_| PyTypeError::new_err("[array] __mlx_array__ must return a ferrox.array."))?;
+        a.borrow().inner.clone()
     } else {
         return Err(PyTypeError::new_err(format!(
             "[array] Cannot convert an object of type {} to an array.",

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 pub const MAX_NESTING: usize = 256;
 
 fn ragged() -> PyErr {
-    PyValueError::new_err("[array] Initialization encountered non-uniform length.")
+    PyValueError::new_err("Initialization encountered non-uniform length.")
 }
 
 fn too_deep() -> PyErr {
@@ -125,7 +125,7 @@ pub(super) fn from_sequence(obj: &Bound<'_, PyAny>, dtype: Option<Dtype>, depth:
                     let item = item?;
                     if !is_sequence(&item) && py_scalar(&item)?.is_none() && !super::is_array_like(&item) {
                         return Err(PyValueError::new_err(format!(
-                            "[array] Invalid type {} received in array initialization.",
+                            "Invalid type {} received in array initialization.",
                             item.get_type().name()?
                         )));
                     }

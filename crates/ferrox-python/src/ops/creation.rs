@@ -98,7 +98,7 @@ fn zeros_like(
 ) -> PyResult<PyArray> {
     let a = to_array(a, None)?;
     let dtype = args::dtype_or(dtype, a.dtype())?;
-    wrap(on_stream(stream, || ops::zeros(a.shape(), dtype)))
+    wrap(on_stream(stream, || ops::zeros_like(&a).and_then(|z| ops::astype(&z, dtype))))
 }
 
 /// Ones shaped like `a`, in `dtype` (default: `a`'s).
@@ -119,40 +119,86 @@ fn ones_like(
 ) -> PyResult<PyArray> {
     let a = to_array(a, None)?;
     let dtype = args::dtype_or(dtype, a.dtype())?;
-    wrap(on_stream(stream, || ops::ones(a.shape(), dtype)))
+    wrap(on_stream(stream, || ops::ones_like(&a).and_then(|o| ops::astype(&o, dtype))))
 }
 
-/// `arange(stop)`, `arange(start, stop)` or `arange(start, stop, step)`;
-/// int32 for integer arguments, float32 if any is a float.
+/// `arange(stop)`, `arange(start, stop)` or `arange(start, stop, step)`
+/// (each also by keyword, as MLX's overloads take them): int32 for integer
+/// arguments (int64 when one of them does not fit in int32), float32 if
+/// any is a float.
 ///
 /// Args:
-///     *args (bool or int or float or complex): ``stop``, or ``start, stop[, step]``.
+///     start (int or float, optional): First value (0 when only ``stop`` is given).
+///     stop (int or float): End of the range (excluded).
+///     step (int or float, optional): Spacing between values. Default: ``1``.
 ///     dtype (Dtype, optional): Data type of the result.
 ///
 /// Returns:
 ///     array: The result array.
 #[guarded]
 #[pyfunction]
-#[pyo3(signature = (*args, dtype = None, stream = None))]
+#[pyo3(signature = (*args, start = None, stop = None, step = None, dtype = None, stream = None))]
 fn arange(
     args: &Bound<'_, PyTuple>,
+    start: Option<&Bound<'_, PyAny>>,
+    stop: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyArray> {
-    let vals = args
-        .iter()
-        .map(|a| py_scalar(&a)?.ok_or_else(|| PyTypeError::new_err("[arange] start, stop and step must be numbers")))
-        .collect::<PyResult<Vec<_>>>()?;
-    let nums: Vec<f64> = vals.iter().map(|s| s.as_f64()).collect();
-    let (start, stop, step) = match nums.as_slice() {
-        [stop] => (0.0, *stop, 1.0),
-        [start, stop] => (*start, *stop, 1.0),
-        [start, stop, step] => (*start, *stop, *step),
-        _ => return Err(PyTypeError::new_err("[arange] takes 1 to 3 positional arguments")),
+    let number = |v: Option<Bound<'_, PyAny>>| -> PyResult<Option<ferrox::Scalar>> {
+        match v {
+            Some(v) if !v.is_none() => Ok(Some(
+                py_scalar(&v)?.ok_or_else(|| PyTypeError::new_err("[arange] start, stop and step must be numbers"))?,
+            )),
+            _ => Ok(None),
+        }
     };
-    let any_float = vals.iter().any(|s| matches!(s, ferrox::Scalar::Float(_)));
-    let dtype = dtype_or(dtype, if any_float { Dtype::F32 } else { Dtype::I32 })?;
-    wrap(on_stream(stream, || ops::arange(start, stop, step, dtype)))
+    if args.len() > 3 {
+        return Err(PyTypeError::new_err("[arange] takes at most 3 positional arguments"));
+    }
+    let positional: Vec<Option<ferrox::Scalar>> = args.iter().map(|a| number(Some(a))).collect::<PyResult<_>>()?;
+    let keyword = |name: &str, v: Option<&Bound<'_, PyAny>>, taken: bool| -> PyResult<Option<ferrox::Scalar>> {
+        if taken && v.is_some_and(|v| !v.is_none()) {
+            return Err(PyTypeError::new_err(format!("[arange] got multiple values for argument '{name}'")));
+        }
+        number(v.cloned())
+    };
+    // MLX's overloads: `arange(start, stop, step)` and `arange(stop, step)`.
+    let (mut first, mut second, third) = (
+        positional.first().copied().flatten(),
+        positional.get(1).copied().flatten(),
+        positional.get(2).copied().flatten(),
+    );
+    let kw_start = keyword("start", start, !positional.is_empty())?;
+    let kw_stop = keyword("stop", stop, positional.len() > 1)?;
+    let kw_step = keyword("step", step, positional.len() > 2)?;
+    first = first.or(kw_start);
+    second = second.or(kw_stop);
+    let step_value = third.or(kw_step);
+    let (start_value, stop_value) = match (first, second) {
+        (Some(a), Some(b)) => (Some(a), b),
+        // One bound: the stop (`arange(5)`, `arange(-3, None, -1)`, `arange(stop=3)`).
+        (Some(a), None) if kw_start.is_none() => (None, a),
+        (None, Some(b)) => (None, b),
+        _ => return Err(PyTypeError::new_err("[arange] requires a stop value")),
+    };
+    let values: Vec<ferrox::Scalar> = [start_value, Some(stop_value), step_value].into_iter().flatten().collect();
+    let any_float = values.iter().any(|s| matches!(s, ferrox::Scalar::Float(_)));
+    let wide = values.iter().any(|s| match *s {
+        ferrox::Scalar::Int(v) => i32::try_from(v).is_err(),
+        ferrox::Scalar::UInt(_) => true,
+        _ => false,
+    });
+    let inferred = match (any_float, wide) {
+        (true, _) => Dtype::F32,
+        (false, true) => Dtype::I64,
+        (false, false) => Dtype::I32,
+    };
+    let dtype = dtype_or(dtype, inferred)?;
+    let (lo, hi, by) =
+        (start_value.map_or(0.0, |s| s.as_f64()), stop_value.as_f64(), step_value.map_or(1.0, |s| s.as_f64()));
+    wrap(on_stream(stream, || ops::arange(lo, hi, by, dtype)))
 }
 
 /// `num` evenly spaced values over `[start, stop]` (`stop` left out

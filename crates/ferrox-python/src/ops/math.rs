@@ -128,9 +128,13 @@ fn clip(
         return Err(PyValueError::new_err("[clip] At most one of a_min and a_max may be None"));
     }
     let a = to_array(a, None)?;
+    // Array bounds promote with `a` (float16 clipped by a float32 array is
+    // float32, as MLX's); scalars and other values take `a`'s dtype.
     let bound = |v: &Bound<'_, PyAny>| -> PyResult<Option<ferrox::Array>> {
         if v.is_none() {
             Ok(None)
+        } else if let Ok(b) = v.downcast::<PyArray>() {
+            Ok(Some(b.borrow().inner.clone()))
         } else {
             operand(v, a.dtype()).map(Some)
         }

@@ -78,7 +78,7 @@ fn get_peak_memory() -> usize {
     ferrox::get_peak_memory()
 }
 
-/// Resets the peak memory to the current active memory.
+/// Resets the peak memory to 0 (as MLX's; the next allocation raises it again).
 #[guarded]
 #[pyfunction]
 fn reset_peak_memory() -> PyResult<()> {
@@ -109,8 +109,9 @@ fn set_cache_limit(limit: usize) -> usize {
     ferrox::set_cache_limit(limit)
 }
 
-/// Limits the bytes of live buffers per device; an evaluation that would
-/// exceed it raises. Returns the previous limit.
+/// Sets the memory limit, a guideline as MLX's: past it, evaluation first
+/// frees the buffers kept for reuse, then goes on; only an allocation the
+/// device cannot make raises (MemoryError). Returns the previous limit.
 ///
 /// Args:
 ///     limit (int): Limit in bytes.

@@ -212,7 +212,12 @@ fn pad_widths(obj: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<(i64, i64)>> 
         let p = pair(obj)?;
         return Ok(vec![p; ndim]);
     }
-    items.iter().map(pair).collect()
+    let pairs = items.iter().map(pair).collect::<PyResult<Vec<_>>>()?;
+    match pairs.as_slice() {
+        // One pair for every axis, as MLX broadcasts it.
+        [p] => Ok(vec![*p; ndim]),
+        _ => Ok(pairs),
+    }
 }
 
 /// `a` padded with `pad_width` elements per axis, filled as `mode` says.
@@ -540,7 +545,7 @@ fn full_like(
     let a = to_array(a, None)?;
     let dtype = args::dtype_or(dtype, a.dtype())?;
     let vals = if vals.downcast::<PyArray>().is_ok() { to_array(vals, None)? } else { operand(vals, dtype)? };
-    wrap(on_stream(stream, || ops::full(a.shape(), &vals, Some(dtype))))
+    wrap(on_stream(stream, || ops::full_like(&a, &vals, dtype)))
 }
 
 /// `a` as an array (MLX's `asarray`: `array(a, dtype)`; an array of the
@@ -558,19 +563,27 @@ fn full_like(
 #[pyo3(signature = (a, dtype = None, *, copy = None))]
 fn asarray(a: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, copy: Option<bool>) -> PyResult<PyArray> {
     let dtype = args::dtype(dtype)?;
-    if copy == Some(false) {
-        if let Ok(x) = a.downcast::<PyArray>() {
-            let x = x.borrow().inner.clone();
-            if dtype.is_none_or(|d| d == x.dtype()) {
-                return Ok(PyArray::wrap(x));
-            }
-            return Err(PyValueError::new_err("[asarray] A copy is needed to change the dtype but copy=False."));
+    if copy != Some(false) {
+        if a.is_none() {
+            return Err(PyTypeError::new_err("[asarray] Cannot convert None to an array."));
         }
+        return Ok(PyArray::wrap(to_array(a, dtype)?));
     }
-    if a.is_none() {
-        return Err(PyTypeError::new_err("[asarray] Cannot convert None to an array."));
+    // copy=False, NumPy 2's contract: never copy; raise where one is needed.
+    let x = if let Ok(x) = a.downcast::<PyArray>() {
+        x.borrow().inner.clone()
+    } else if a.hasattr("__dlpack__")? {
+        crate::dlpack::import_without_copy(a)
+            .map_err(|e| PyValueError::new_err(format!("[asarray] Unable to avoid a copy with copy=False: {e}")))?
+    } else {
+        return Err(PyValueError::new_err(
+            "[asarray] Unable to avoid a copy with copy=False: the input is not an array.",
+        ));
+    };
+    if dtype.is_none_or(|d| d == x.dtype()) {
+        return Ok(PyArray::wrap(x));
     }
-    Ok(PyArray::wrap(to_array(a, dtype)?))
+    Err(PyValueError::new_err("[asarray] A copy is needed to change the dtype but copy=False."))
 }
 
 /// A view of `a`'s elements (in row-major order) with `shape`, `strides`

@@ -160,20 +160,26 @@ fn flatten(
     wrap(on_stream(stream, || ops::flatten(&a, start_axis, end_axis)))
 }
 
-/// Joins arrays along an existing axis.
+/// Joins arrays along an existing axis (``axis=None``: the flattened arrays).
 ///
 /// Args:
 ///     arrays (list(array)): Input arrays.
-///     axis (int, optional): Axis to operate along.
+///     axis (int, optional): Axis to operate along; None joins the arrays flattened. Default: ``0``.
 ///
 /// Returns:
 ///     array: The result array.
 #[guarded]
 #[pyfunction]
-#[pyo3(signature = (arrays, /, axis = 0, *, stream = None))]
-fn concatenate(arrays: &Bound<'_, PyAny>, axis: isize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
+#[pyo3(signature = (arrays, /, axis = Some(0), *, stream = None))]
+fn concatenate(arrays: &Bound<'_, PyAny>, axis: Option<isize>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
     let arrays = args::array_list("concatenate", arrays)?;
-    wrap(on_stream(stream, || ops::concatenate(&arrays, axis)))
+    wrap(on_stream(stream, || match axis {
+        Some(axis) => ops::concatenate(&arrays, axis),
+        None => {
+            let flat = arrays.iter().map(|a| ops::reshape(a, &[-1])).collect::<ferrox::Result<Vec<_>>>()?;
+            ops::concatenate(&flat, 0)
+        }
+    }))
 }
 
 /// Joins arrays of one shape along a new axis.

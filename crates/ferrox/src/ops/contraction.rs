@@ -86,6 +86,9 @@ pub fn outer(a: &Array, b: &Array) -> Result<Array> {
 
 /// The Kronecker product: blocks `a[i] * b`.
 pub fn kron(a: &Array, b: &Array) -> Result<Array> {
+    if a.size() == 0 || b.size() == 0 {
+        return Err(Error::invalid("kron", "Input arrays cannot be empty."));
+    }
     if a.ndim() == 0 || b.ndim() == 0 {
         return multiply(a, b);
     }
@@ -121,7 +124,17 @@ pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<A
     if let Some(y) = linear_addmm(c, a, b, alpha, beta)? {
         return Ok(y);
     }
-    let ab = matmul(a, b)?;
+    // As MLX: `c` broadcasts to the product's shape, never widens it, and
+    // half-precision inputs accumulate `alpha * a @ b + beta * c` in float32
+    // (rounded once at the end, so a product past the half range that
+    // `alpha` brings back stays finite).
+    let dtype = Dtype::promote(Dtype::promote(a.dtype(), b.dtype()), c.dtype());
+    let half = matches!(dtype, Dtype::F16 | Dtype::BF16);
+    let wide = |x: &Array| if half { astype(x, Dtype::F32) } else { Ok(x.clone()) };
+    let ab = matmul(&wide(a)?, &wide(b)?)?;
+    if super::elementwise::broadcast_pair("addmm", c.shape(), ab.shape())? != ab.shape() {
+        return Err(Error::invalid("addmm", "input c must broadcast to the output shape"));
+    }
     let scaled = |x: &Array, k: f64| -> Result<Array> {
         if k == 1.0 {
             Ok(x.clone())
@@ -129,7 +142,12 @@ pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<A
             multiply(x, &super::weak_scalar(Scalar::Float(k), x.dtype())?)
         }
     };
-    add(&scaled(&ab, alpha)?, &scaled(c, beta)?)
+    let out = add(&scaled(&ab, alpha)?, &scaled(&wide(c)?, beta)?)?;
+    if half {
+        astype(&out, dtype)
+    } else {
+        Ok(out)
+    }
 }
 
 /// [`addmm`] as one [`AddMatmul`] node, where it is a linear layer's

@@ -45,12 +45,33 @@ pub fn ones(shape: &[usize], dtype: Dtype) -> Result<Array> {
 
 /// Zeros with the shape and dtype of `a`.
 pub fn zeros_like(a: &Array) -> Result<Array> {
+    if crate::transforms::compile::is_tracing_shapeless() {
+        return full_like(a, &Array::scalar_of(Scalar::Int(0), a.dtype()), a.dtype());
+    }
     zeros(a.shape(), a.dtype())
 }
 
 /// Ones with the shape and dtype of `a`.
 pub fn ones_like(a: &Array) -> Result<Array> {
+    if crate::transforms::compile::is_tracing_shapeless() {
+        return full_like(a, &Array::scalar_of(Scalar::Int(1), a.dtype()), a.dtype());
+    }
     ones(a.shape(), a.dtype())
+}
+
+/// `values` broadcast to `a`'s shape, in `dtype`. While a shapeless compile
+/// traces, the shape is `a`'s when the trace runs (`where(isnan(a), v, v)`),
+/// not the traced one.
+pub fn full_like(a: &Array, values: &Array, dtype: Dtype) -> Result<Array> {
+    if crate::transforms::compile::is_tracing_shapeless() {
+        let v = astype(values, dtype)?;
+        let out = super::elementwise::where_(&super::isnan(a)?, &v, &v)?;
+        if out.shape() != a.shape() {
+            return Err(Error::invalid("full_like", "values must broadcast to the shape of the array."));
+        }
+        return Ok(out);
+    }
+    full(a.shape(), values, Some(dtype))
 }
 
 /// Values from `start` (inclusive) to `stop` (exclusive) spaced by `step`.
@@ -65,11 +86,20 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
     if step == 0.0 {
         return Err(Error::invalid("arange", "step must be nonzero."));
     }
-    if !step.is_finite() || !start.is_finite() || !stop.is_finite() {
-        return Err(Error::invalid("arange", "Cannot compute length: start, stop and step must be finite."));
+    if step.is_nan() || !start.is_finite() || !stop.is_finite() {
+        return Err(Error::invalid("arange", "Cannot compute length: start and stop must be finite, step a number."));
     }
     if dtype == Dtype::Bool {
         return Err(Error::UnsupportedDtype { op: "arange", dtype, detail: "bool not supported for arange" });
+    }
+    if step.is_infinite() {
+        // As MLX: one value (`start`) when the range is not empty.
+        let nonempty = (step > 0.0 && start < stop) || (step < 0.0 && start > stop);
+        let first = Array::scalar_of(Scalar::Float(start), Dtype::F64);
+        return match nonempty {
+            true => astype(&reshape(&first, &[1])?, dtype),
+            false => zeros(&[0], dtype),
+        };
     }
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
     // As MLX: the first value and the increment are the dtype's own values,

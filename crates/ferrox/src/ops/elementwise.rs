@@ -20,7 +20,18 @@ pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
 /// `a`'s bytes (in row-major order) read as `dtype`. With a different
 /// element size the last axis scales by the size ratio (its byte size must
 /// be a multiple of the new size); a 0-d array keeps sizes equal.
+///
+/// A view of a pending view to bool reads the original bytes: bool arrays
+/// hold 0 or 1, so `x.view(bool_).view(int32)` gives `x` back (as MLX's
+/// does) only while the bool view is not yet computed.
 pub fn view(a: &Array, dtype: Dtype) -> Result<Array> {
+    if a.dtype() == Dtype::Bool && dtype != Dtype::Bool {
+        if let Some(recipe) = a.pending_recipe() {
+            if recipe.primitive.as_any().downcast_ref::<crate::primitives::View>().is_some() {
+                return view(&recipe.inputs[0], dtype);
+            }
+        }
+    }
     let (from, to) = (a.dtype().size(), dtype.size());
     let mut shape = a.shape().to_vec();
     if from != to {

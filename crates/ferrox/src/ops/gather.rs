@@ -267,6 +267,10 @@ fn put_along_axis_with(
     axis: Option<isize>,
 ) -> Result<Array> {
     let name = "put_along_axis";
+    if a.size() == 0 && indices.size() == 0 {
+        // Nothing to put (MLX accepts any index dtype here).
+        return Ok(a.clone());
+    }
     let Some(ax) = axis else {
         let flat = reshape_to(a, vec![a.size()])?;
         let out = put_along_axis_with(op, &flat, indices, values, Some(0))?;

@@ -48,26 +48,60 @@ pub fn key(seed: u64) -> Result<Array> {
     Array::from_slice(&seed_words(seed), &[2])
 }
 
-/// The state of the global key sequence; `None` until seeded or first used.
-static DEFAULT_KEY: Mutex<Option<[u32; 2]>> = Mutex::new(None);
+/// The state of the global key sequence: host words (after `seed`, and
+/// whenever the state is a computed array), or an array that is still to be
+/// computed (a compiled function's captured `random.state` while it is
+/// traced, or the state such a function returned).
+enum KeyState {
+    Words([u32; 2]),
+    Array(Array),
+}
+
+/// The global key sequence; `None` until seeded or first used.
+static DEFAULT_KEY: Mutex<Option<KeyState>> = Mutex::new(None);
 
 /// Seeds the global key sequence (MLX's `random.seed`).
 pub fn seed(seed: u64) {
-    *DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner()) = Some(seed_words(seed));
+    *DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner()) = Some(KeyState::Words(seed_words(seed)));
+}
+
+/// Replaces the global key sequence's state (MLX's `random.state[0] =
+/// key`): a uint32 key of shape `[2]`, possibly not yet computed (compile
+/// passes its captured state through this).
+pub fn set_state(key: &Array) -> Result<()> {
+    check_key(key)?;
+    *DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner()) = Some(KeyState::Array(key.clone()));
+    Ok(())
 }
 
 /// The next key of the global sequence, which every sampler uses when given
 /// no key: the state is split in two, keeps the first half and returns the
 /// second (MLX's `KeySequence::next`). Unseeded, the sequence starts from
 /// the time in milliseconds, as MLX's. The state is one process-wide value
-/// behind a lock, so threads draw distinct keys.
+/// behind a lock, so threads draw distinct keys. A state not yet computed
+/// is split with ops, so that a traced function's draws follow its input.
 pub fn next_key() -> Result<Array> {
-    let mut state = DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner());
-    let k = state.get_or_insert_with(time_seed_words);
-    // split(k) is bits((2, 2)): row 0 the new state, row 1 the key.
-    let words = key_words(*k, 4);
-    *k = [words[0], words[1]];
-    Array::from_slice(&words[2..], &[2])
+    let mut guard = DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner());
+    let state = guard.get_or_insert_with(|| KeyState::Words(time_seed_words()));
+    if let KeyState::Array(a) = state {
+        if a.is_evaluated() {
+            let v = a.to_vec::<u32>()?;
+            *state = KeyState::Words([v[0], v[1]]);
+        }
+    }
+    match state {
+        KeyState::Words(k) => {
+            // split(k) is bits((2, 2)): row 0 the new state, row 1 the key.
+            let words = key_words(*k, 4);
+            *k = [words[0], words[1]];
+            Array::from_slice(&words[2..], &[2])
+        }
+        KeyState::Array(a) => {
+            let (rest, key) = split_pair(a)?;
+            *state = KeyState::Array(rest);
+            Ok(key)
+        }
+    }
 }
 
 /// The first state of an unseeded sequence: the time in milliseconds.
@@ -80,8 +114,11 @@ fn time_seed_words() -> [u32; 2] {
 /// (MLX's `random.state[0]`), without advancing it: after `seed(s)` it is
 /// `key(s)`; the next sampler without a key splits it.
 pub fn state() -> Result<Array> {
-    let mut state = DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner());
-    Array::from_slice(state.get_or_insert_with(time_seed_words), &[2])
+    let mut guard = DEFAULT_KEY.lock().unwrap_or_else(|e| e.into_inner());
+    match guard.get_or_insert_with(|| KeyState::Words(time_seed_words())) {
+        KeyState::Words(k) => Array::from_slice(k, &[2]),
+        KeyState::Array(a) => Ok(a.clone()),
+    }
 }
 
 /// The given key, or the next key of the global sequence.
@@ -369,6 +406,10 @@ pub fn categorical(logits: &Array, axis: isize, draws: Draws<'_>, key: Option<&A
 }
 
 fn categorical_impl(logits: &Array, axis: usize, shape: &[usize], key: &Array) -> Result<Array> {
+    if shape.contains(&0) {
+        // No draws (`num_samples=0`, or empty logits batches).
+        return super::zeros(shape, Dtype::U32);
+    }
     // The draws' axis sits where the logits' axis lines up with `shape`.
     let offset = axis + shape.len() + 1 - logits.ndim();
     let mut gumbel_shape = shape.to_vec();

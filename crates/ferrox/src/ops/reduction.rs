@@ -190,7 +190,13 @@ pub fn mean(a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> 
     let resolved = reduce_axes("mean", a, axes)?;
     let count: usize = resolved.iter().map(|&i| a.shape()[i]).product();
     let dtype = a.dtype().at_least_float();
-    let total = sum(a, Some(&resolved.iter().map(|&i| i as isize).collect::<Vec<_>>()), keepdims)?;
+    let axes: Vec<isize> = resolved.iter().map(|&i| i as isize).collect();
+    let total = sum(a, Some(&axes), keepdims)?;
+    if crate::transforms::compile::is_tracing_shapeless() {
+        // The count from the input's shape when the trace runs.
+        let ones = super::creation::full_like(a, &Array::scalar_of(Scalar::Float(1.0), dtype), dtype)?;
+        return super::elementwise::divide(&total, &sum(&ones, Some(&axes), keepdims)?);
+    }
     multiply(&total, &Array::scalar_of(Scalar::Float(1.0 / count as f64), dtype))
 }
 

@@ -72,14 +72,41 @@ impl Primitive for Unary {
         let x = &inputs[0];
         Ok(fresh(backend.unary(self.0, &x.storage, &x.layout)?, &outputs[0].shape))
     }
+    /// For complex inputs the vjp follows MLX's (and PyTorch's) convention:
+    /// the cotangent times the conjugate derivative, so that for a real loss
+    /// the gradient is `dL/dRe(z) + i dL/dIm(z)`. `conj`, `imag` and `abs`
+    /// are not holomorphic and have rules of their own.
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        let x = &inputs[0];
+        let (x, cot) = (&inputs[0], &cotangents[0]);
+        if x.dtype().is_complex() {
+            let g = match self.0 {
+                UnaryOp::Conj => ops::conj(cot)?,
+                // The gradients w.r.t. Re(z) and Im(z): cot * z / |z|.
+                UnaryOp::Abs => ops::multiply(cot, &ops::sign(x)?)?,
+                UnaryOp::Imag => ops::multiply(
+                    &ops::astype(cot, x.dtype())?,
+                    &Array::scalar_of(crate::Scalar::Complex(0.0, 1.0), x.dtype()),
+                )?,
+                _ => ops::multiply(cot, &ops::conj(&self.derivative(x, &outputs[0])?)?)?,
+            };
+            return Ok(vec![ops::astype(&g, x.dtype())?]);
+        }
         let d = self.derivative(x, &outputs[0])?;
-        Ok(vec![ops::astype(&ops::multiply(&cotangents[0], &d)?, x.dtype())?])
+        Ok(vec![ops::astype(&ops::multiply(cot, &d)?, x.dtype())?])
     }
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let (x, t) = (&inputs[0], &tangents[0]);
+        if x.dtype().is_complex() {
+            return Ok(vec![match self.0 {
+                UnaryOp::Conj => ops::conj(t)?,
+                UnaryOp::Imag => ops::imag(t)?,
+                // |z| is real: d|z| = Re(conj(sign z) t).
+                UnaryOp::Abs => ops::real(&ops::multiply(t, &ops::conj(&ops::sign(x)?)?)?)?,
+                _ => ops::multiply(t, &self.derivative(x, &outputs[0])?)?,
+            }]);
+        }
         // In the tangent's dtype: zeros for piecewise-constant ops (not bool).
-        Ok(vec![ops::multiply(&tangents[0], &self.derivative(&inputs[0], &outputs[0])?)?])
+        Ok(vec![ops::multiply(t, &self.derivative(x, &outputs[0])?)?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let x = super::front(inputs, axes)?;
@@ -156,6 +183,10 @@ impl Primitive for Binary {
             .iter()
             .map(|&i| {
                 let g = match &partials {
+                    // Complex: the cotangent times the conjugate partial (see Unary's vjp).
+                    Some((da, db)) if cot.dtype().is_complex() => {
+                        ops::multiply(cot, &ops::conj(if i == 0 { da } else { db })?)?
+                    }
                     Some((da, db)) => ops::multiply(cot, if i == 0 { da } else { db })?,
                     None if i == 1 && self.0 == BinaryOp::Subtract => ops::negative(cot)?,
                     None => cot.clone(),

@@ -77,7 +77,7 @@ impl Primitive for Fused {
         Ok(out.into_iter().flat_map(|s| super::fresh(s, shape)).collect())
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        let (_, grads) = crate::transforms::autodiff::vjp(|xs| self.unfused(xs), inputs, cotangents)?;
+        let (_, grads) = crate::transforms::autodiff::vjp_of_inexact(|xs| self.unfused(xs), inputs, cotangents)?;
         Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
     }
     fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
@@ -137,7 +137,8 @@ impl Primitive for FusedReduce {
         Ok(super::fresh(out, &outputs[0].shape))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        let (_, grads) = crate::transforms::autodiff::vjp(|xs| Ok(vec![self.unfused(xs)?]), inputs, cotangents)?;
+        let (_, grads) =
+            crate::transforms::autodiff::vjp_of_inexact(|xs| Ok(vec![self.unfused(xs)?]), inputs, cotangents)?;
         Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
     }
     fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {

@@ -28,9 +28,13 @@ fn index_pairs(inputs: &[ArrayData]) -> Vec<(&crate::backend::Storage, &crate::s
     inputs.iter().map(|d| (&*d.storage, &d.layout)).collect()
 }
 
-/// Zero cotangents for the index arrays among `argnums` (they are integers).
-fn index_cotangent(inputs: &[Array], i: usize) -> Result<Array> {
-    ops::zeros_like(&inputs[i])
+/// The vjp with respect to an index array: MLX's error (integer indices
+/// have no gradient; a traced index must be wrapped in `stop_gradient`).
+fn index_cotangent(op: &'static str) -> Result<Array> {
+    Err(Error::invalid(
+        op,
+        "Cannot calculate VJP with respect to indices. Use stop_gradient on indices to stop gradients from being computed.",
+    ))
 }
 
 /// Moves a batch axis to the front, or broadcasts an unbatched input along
@@ -107,7 +111,7 @@ impl Primitive for Gather {
                 if i == 0 {
                     ops::gather_transpose(&inputs[0], &inputs[1..], &cotangents[0], &self.axes)
                 } else {
-                    index_cotangent(inputs, i)
+                    index_cotangent("gather")
                 }
             })
             .collect()
@@ -163,10 +167,39 @@ impl Scatter {
     fn slice_sizes(&self, updates: &Array, base: &Array) -> Vec<usize> {
         updates.shape()[updates.ndim() - base.ndim()..].to_vec()
     }
+}
 
-    fn unsupported(&self, mode: &str) -> Error {
-        Error::invalid("scatter", format!("{mode} not implemented for {}", self.op.name()))
-    }
+/// For a multiplying scatter of `updates` into `base` at `indices`: the
+/// product of the updates landing on each position of the base (1 where
+/// none land), and for each update the product of the *other* updates
+/// landing where it does (shaped like `updates`). Zero updates are counted,
+/// not divided by, so both are exact with zeros.
+fn update_products(
+    base: &Array,
+    indices: &[Array],
+    updates: &Array,
+    axes: &[isize],
+    sizes: &[usize],
+) -> Result<(Array, Array)> {
+    let one = super::constant(1.0, updates);
+    let is_zero = ops::equal(updates, &super::constant(0.0, updates))?;
+    let nonzero = ops::where_(&is_zero, &one, updates)?;
+    let ones = ops::ones_like(base)?;
+    let product = ops::scatter_prod(&ones, indices, updates, axes)?;
+    let nonzero_product = ops::scatter_prod(&ones, indices, &nonzero, axes)?;
+    let zeros = ops::scatter_add(&ops::zeros_like(base)?, indices, &ops::astype(&is_zero, base.dtype())?, axes)?;
+    let at_update = |x: &Array| -> Result<Array> {
+        ops::reshape(&ops::gather(x, indices, axes, sizes)?, &isize_axes(updates.shape()))
+    };
+    let (landed, zeros_here) = (at_update(&nonzero_product)?, at_update(&zeros)?);
+    // A nonzero update: the others' product is the nonzero product over it
+    // when no zero lands there. A zero update: the nonzero product when it
+    // is the only zero there. Otherwise another zero makes it 0.
+    let zero = super::constant(0.0, updates);
+    let others_if_nonzero = ops::where_(&ops::equal(&zeros_here, &zero)?, &ops::divide(&landed, &nonzero)?, &zero)?;
+    let others_if_zero = ops::where_(&ops::equal(&zeros_here, &one)?, &landed, &zero)?;
+    let others = ops::where_(&is_zero, &others_if_zero, &others_if_nonzero)?;
+    Ok((product, ops::astype(&others, updates.dtype())?))
 }
 
 impl Primitive for Scatter {
@@ -207,13 +240,29 @@ impl Primitive for Scatter {
         Ok(fresh(out, &outputs[0].shape))
     }
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        if self.op == ScatterOp::Prod {
-            return Err(self.unsupported("VJP"));
-        }
         let (base, updates, c, out) = (&inputs[0], &inputs[inputs.len() - 1], &cotangents[0], &outputs[0]);
         let indices = &inputs[1..inputs.len() - 1];
         let axes = isize_axes(&self.axes);
         let sizes = self.slice_sizes(updates, base);
+        if self.op == ScatterOp::Prod {
+            // out = base * P (P: the updates' product per position), so the
+            // base's cotangent is c * P, and an update's is c * base times
+            // the other updates landing with it, gathered at its index.
+            let (product, others) = update_products(base, indices, updates, &axes, &sizes)?;
+            return argnums
+                .iter()
+                .map(|&i| {
+                    if i == 0 {
+                        ops::multiply(c, &product)
+                    } else if i == inputs.len() - 1 {
+                        let at = ops::gather(&ops::multiply(c, base)?, indices, &axes, &sizes)?;
+                        ops::multiply(&ops::reshape(&at, &isize_axes(updates.shape()))?, &others)
+                    } else {
+                        index_cotangent("scatter")
+                    }
+                })
+                .collect();
+        }
         let zero = super::constant(0.0, c);
         argnums
             .iter()
@@ -236,7 +285,7 @@ impl Primitive for Scatter {
                         }
                     }
                 } else {
-                    index_cotangent(inputs, i)
+                    index_cotangent("scatter")
                 }
             })
             .collect()
@@ -261,7 +310,13 @@ impl Primitive for Scatter {
                 let taken = ops::scatter_max(&ops::zeros_like(tb)?, indices, &won, &axes)?;
                 ops::where_(&ops::not_equal(&taken, &zero)?, &landed, &from_base)?
             }
-            ScatterOp::Prod => return Err(self.unsupported("JVP")),
+            ScatterOp::Prod => {
+                // d(base * P) = tb * P + base * (sum of tu times the others' product).
+                let sizes = self.slice_sizes(updates, base);
+                let (product, others) = update_products(base, indices, updates, &axes, &sizes)?;
+                let spread = ops::scatter_add(&ops::zeros_like(tb)?, indices, &ops::multiply(tu, &others)?, &axes)?;
+                ops::add(&ops::multiply(tb, &product)?, &ops::multiply(base, &spread)?)?
+            }
         };
         Ok(vec![dout])
     }

@@ -46,7 +46,9 @@ impl Primitive for Matmul {
         Ok(fresh(out, out_shape))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        let (a, b, c) = (&inputs[0], &inputs[1], &cotangents[0]);
+        // Complex operands enter conjugated (MLX's convention; see Unary's vjp).
+        let conj_if_complex = |x: &Array| if x.dtype().is_complex() { ops::conj(x) } else { Ok(x.clone()) };
+        let (a, b, c) = (&conj_if_complex(&inputs[0])?, &conj_if_complex(&inputs[1])?, &cotangents[0]);
         argnums
             .iter()
             .map(|&i| {

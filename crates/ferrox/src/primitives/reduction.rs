@@ -117,7 +117,10 @@ impl Primitive for Reduce {
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
         let x = &inputs[0];
         let c = ops::broadcast_to(&cotangents[0], x.shape())?;
-        Ok(vec![ops::multiply(&c, &self.derivative(x, &outputs[0])?)?])
+        // Complex: the conjugate derivative (MLX's convention; see Unary's vjp).
+        let d = self.derivative(x, &outputs[0])?;
+        let d = if x.dtype().is_complex() { ops::conj(&d)? } else { d };
+        Ok(vec![ops::multiply(&c, &d)?])
     }
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
         let weighted = ops::multiply(&tangents[0], &self.derivative(&inputs[0], &outputs[0])?)?;

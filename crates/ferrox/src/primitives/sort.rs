@@ -71,11 +71,11 @@ impl Primitive for Sort {
         Ok(fresh(backend.sort(&x.storage, &x.layout, self.axis, false)?, &outputs[0].shape))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        let positions = ops::argsort(&inputs[0], Some(self.axis as isize))?;
+        let positions = ops::stop_gradient(&ops::argsort(&inputs[0], Some(self.axis as isize))?)?;
         Ok(vec![scattered(&inputs[0], &cotangents[0], &positions, self.axis)?])
     }
     fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        let positions = ops::argsort(&inputs[0], Some(self.axis as isize))?;
+        let positions = ops::stop_gradient(&ops::argsort(&inputs[0], Some(self.axis as isize))?)?;
         Ok(vec![gathered(&tangents[0], &positions, self.axis)?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
@@ -136,11 +136,13 @@ impl Primitive for Partition {
         Ok(fresh(backend.sort(&x.storage, &x.layout, self.axis, false)?, &outputs[0].shape))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        let positions = ops::argpartition(&inputs[0], self.kth as isize, Some(self.axis as isize))?;
+        let positions =
+            ops::stop_gradient(&ops::argpartition(&inputs[0], self.kth as isize, Some(self.axis as isize))?)?;
         Ok(vec![scattered(&inputs[0], &cotangents[0], &positions, self.axis)?])
     }
     fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        let positions = ops::argpartition(&inputs[0], self.kth as isize, Some(self.axis as isize))?;
+        let positions =
+            ops::stop_gradient(&ops::argpartition(&inputs[0], self.kth as isize, Some(self.axis as isize))?)?;
         Ok(vec![gathered(&tangents[0], &positions, self.axis)?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {

@@ -13,7 +13,7 @@
 //! next [`eval`] of them computes them again on the caller's thread and
 //! reports the error there, as a synchronous evaluation would have.
 
-use super::eval::{eval, pending_recipes, run, run_in_order};
+use super::eval::{pending_recipes, run, run_in_order};
 use crate::array::{Array, Recipe};
 use crate::device::{current_stream, with_stream, DeviceType, Stream};
 use crate::error::Result;
@@ -47,13 +47,13 @@ thread_local! {
 /// [`crate::synchronize`] wait for it.
 ///
 /// Work that runs only on GPU streams is enqueued on the caller's thread when
-/// nothing is queued (enqueueing does not wait for the GPU). Under a gradient
-/// trace or while compile records a function this evaluates synchronously:
-/// those need the recipes kept on this thread.
+/// nothing is queued (enqueueing does not wait for the GPU). Inside a
+/// transform (a gradient or vmap trace, or compile recording a function) it
+/// is an error, as in MLX.
 pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let arrays: Vec<&Array> = arrays.into_iter().collect();
-    if crate::transforms::compile::is_recording() {
-        return eval(arrays);
+    if crate::transforms::compile::is_recording() || crate::transforms::autodiff::is_tracing() {
+        return Err(crate::error::Error::invalid("async_eval", "Not allowed inside a graph transformation."));
     }
     let recipes = pending_recipes(arrays.iter().copied(), |a| a.pending_recipe().is_some_and(|r| r.is_queued()));
     if recipes.is_empty() {

@@ -173,6 +173,29 @@ pub fn vjp(
     primals: &[Array],
     cotangents: &[Array],
 ) -> Result<(Vec<Array>, Vec<Array>)> {
+    vjp_where(f, primals, cotangents, |_| true)
+}
+
+/// [`vjp`] for the rules that differentiate a composed graph (fused and
+/// compiled nodes, reference graphs): only the float and complex primals
+/// are differentiated; integer and bool ones (indices, masks) get zero
+/// cotangents, since differentiating an index is an error (MLX's rule).
+pub(crate) fn vjp_of_inexact(
+    f: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
+    primals: &[Array],
+    cotangents: &[Array],
+) -> Result<(Vec<Array>, Vec<Array>)> {
+    vjp_where(f, primals, cotangents, |x| x.dtype().is_inexact())
+}
+
+/// [`vjp`] with respect to the primals `differentiated` accepts (zeros for
+/// the others).
+fn vjp_where(
+    f: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
+    primals: &[Array],
+    cotangents: &[Array],
+    differentiated: impl Fn(&Array) -> bool,
+) -> Result<(Vec<Array>, Vec<Array>)> {
     let _trace = TraceGuard::new();
     let inputs = tracers(primals)?;
     let outputs = f(&inputs)?;
@@ -180,7 +203,16 @@ pub fn vjp(
     // Cotangents take their output's dtype, as in MLX.
     let cots: Vec<Option<Array>> =
         outputs.iter().zip(cotangents).map(|(o, c)| ops::astype(c, o.dtype()).map(Some)).collect::<Result<_>>()?;
-    let grads = backward(&inputs, &outputs, &cots)?;
+    let chosen: Vec<usize> = (0..inputs.len()).filter(|&i| differentiated(&inputs[i])).collect();
+    if chosen.len() == inputs.len() {
+        let grads = backward(&inputs, &outputs, &cots)?;
+        return Ok((outputs, grads));
+    }
+    let selected: Vec<Array> = chosen.iter().map(|&i| inputs[i].clone()).collect();
+    let mut grads: Vec<Array> = inputs.iter().map(ops::zeros_like).collect::<Result<_>>()?;
+    for (i, g) in chosen.into_iter().zip(backward(&selected, &outputs, &cots)?) {
+        grads[i] = g;
+    }
     Ok((outputs, grads))
 }
 

@@ -103,9 +103,11 @@ fn input_on(recipe: &Recipe, a: &Array) -> Result<ArrayData> {
     Ok(moved)
 }
 
-/// Refuses outputs larger than the device's memory (or the memory limit)
-/// before allocating them: an allocation failure would otherwise abort the
-/// process. GPU allocations are checked again by the device allocator.
+/// Refuses outputs larger than the device's memory before allocating them
+/// (an allocation failure would otherwise abort the process; GPU
+/// allocations are checked again by the device allocator). The memory
+/// limit is a guideline, as MLX's: past it the CPU's cache of freed buffers
+/// is emptied first, and the evaluation goes on.
 fn check_allocation(recipe: &Recipe) -> Result<()> {
     let device = recipe.stream.device;
     let capacity = match device.kind {
@@ -113,29 +115,23 @@ fn check_allocation(recipe: &Recipe) -> Result<()> {
         crate::device::DeviceType::Gpu => crate::backend::cuda::device_memory().unwrap_or(0),
         _ => crate::memory::physical_memory(),
     };
-    let limit = crate::memory::memory_limit(capacity);
     let mut total = 0usize;
     for out in &recipe.outputs {
         let bytes = checked_nbytes(&out.shape, out.dtype.size());
-        if bytes.is_none_or(|b| b > limit) {
+        if bytes.is_none_or(|b| b > capacity) {
             return Err(Error::OutOfMemory {
                 op: recipe.primitive.name(),
                 msg: format!(
-                    "Attempting to allocate {} bytes which is greater than the maximum allowed buffer size of {limit} bytes.",
+                    "Attempting to allocate {} bytes which is greater than the maximum allowed buffer size of {capacity} bytes.",
                     bytes.map_or("more than usize::MAX".to_string(), |b| b.to_string())
                 ),
             });
         }
         total += bytes.unwrap_or(0);
     }
-    let active = crate::memory::get_active_memory();
-    if device == Device::CPU && crate::memory::limit_is_set() && active + total > limit {
-        return Err(Error::OutOfMemory {
-            op: recipe.primitive.name(),
-            msg: format!(
-                "Attempting to allocate {total} bytes with {active} bytes in use would exceed the memory limit of {limit} bytes."
-            ),
-        });
+    let limit = crate::memory::memory_limit(capacity);
+    if device == Device::CPU && crate::memory::limit_is_set() && crate::memory::get_active_memory() + total > limit {
+        crate::backend::cpu::cache::clear();
     }
     Ok(())
 }

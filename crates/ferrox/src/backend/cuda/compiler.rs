@@ -14,7 +14,8 @@ use std::path::PathBuf;
 
 /// NVRTC's version, or why NVRTC cannot be used.
 pub fn nvrtc_version() -> Result<(i32, i32), String> {
-    libraries::load(CudaLibrary::Nvrtc).map_err(|e| format!("NVRTC, which compiles ferrox's kernels, is missing: {e}"))?;
+    libraries::load(CudaLibrary::Nvrtc)
+        .map_err(|e| format!("NVRTC, which compiles ferrox's kernels, is missing: {e}"))?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: plain out-parameters.
     unsafe { sys::nvrtcVersion(&mut major, &mut minor) }.result().map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;

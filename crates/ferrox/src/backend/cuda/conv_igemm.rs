@@ -134,8 +134,7 @@ pub(crate) fn conv_igemm(
     if !matches!(dt, Dtype::F16 | Dtype::BF16) {
         return Ok(None);
     }
-    let Some((mut geom, a_load, b_load)) = plan(p, lx, lw, out_shape, x.ptr_at(lx.offset), w.ptr_at(lw.offset))
-    else {
+    let Some((mut geom, a_load, b_load)) = plan(p, lx, lw, out_shape, x.ptr_at(lx.offset), w.ptr_at(lw.offset)) else {
         return Ok(None);
     };
     let (groups, og) = (p.groups, geom.og as usize);

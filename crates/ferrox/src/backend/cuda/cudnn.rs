@@ -9,7 +9,8 @@
 //! real operands) and remembered for the process.
 
 use super::allocator::allocate;
-use super::libraries::{self, CudaLibrary};
+use super::cudnn_api::{self, Api};
+use super::libraries;
 use super::matmul::tf32_allowed;
 use super::stream::GpuStream;
 use crate::dtype::Dtype;
@@ -83,6 +84,8 @@ enum Algo {
 }
 
 struct Dnn {
+    /// The library's functions.
+    api: &'static Api,
     /// One handle per ferrox stream index, bound to that stream.
     handles: HashMap<usize, sys::cudnnHandle_t>,
     /// Chosen algorithms (`None`: cuDNN has none for the problem).
@@ -96,12 +99,22 @@ unsafe impl Send for Dnn {}
 /// `None` until first use; `Some(None)` when cuDNN is unavailable or disabled.
 static DNN: Mutex<Option<Option<Dnn>>> = Mutex::new(None);
 
-/// Turns a cuDNN status into `Err(())` (the caller falls back).
-fn check(status: sys::cudnnStatus_t) -> std::result::Result<(), ()> {
+/// Turns a cuDNN status into an error naming it (the caller falls back and
+/// says why, once).
+fn check(status: sys::cudnnStatus_t) -> std::result::Result<(), String> {
     match status {
         sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS => Ok(()),
-        _ => Err(()),
+        _ => Err(format!("{status:?}")),
     }
+}
+
+/// Says once that cuDNN could not do what it was asked, and why: the
+/// convolution then runs on ferrox's own kernels, several times slower.
+fn declined(key: &'static str, why: &str) {
+    libraries::warn_once(
+        key,
+        &format!("cuDNN declined a convolution ({why}); it runs on ferrox's own kernels, several times slower."),
+    );
 }
 
 fn data_type(dtype: Dtype) -> Option<(sys::cudnnDataType_t, sys::cudnnDataType_t)> {
@@ -117,6 +130,7 @@ fn data_type(dtype: Dtype) -> Option<(sys::cudnnDataType_t, sys::cudnnDataType_t
 
 /// The descriptors of one problem, destroyed on drop.
 struct Descriptors {
+    api: &'static Api,
     x: sys::cudnnTensorDescriptor_t,
     y: sys::cudnnTensorDescriptor_t,
     w: sys::cudnnFilterDescriptor_t,
@@ -125,29 +139,31 @@ struct Descriptors {
 
 impl Drop for Descriptors {
     fn drop(&mut self) {
+        let api = self.api;
         // SAFETY: each descriptor was created by `Descriptors::new` (null
         // ones are skipped) and is used by nothing else.
         unsafe {
             if !self.x.is_null() {
-                sys::cudnnDestroyTensorDescriptor(self.x);
+                (api.cudnnDestroyTensorDescriptor)(self.x);
             }
             if !self.y.is_null() {
-                sys::cudnnDestroyTensorDescriptor(self.y);
+                (api.cudnnDestroyTensorDescriptor)(self.y);
             }
             if !self.w.is_null() {
-                sys::cudnnDestroyFilterDescriptor(self.w);
+                (api.cudnnDestroyFilterDescriptor)(self.w);
             }
             if !self.conv.is_null() {
-                sys::cudnnDestroyConvolutionDescriptor(self.conv);
+                (api.cudnnDestroyConvolutionDescriptor)(self.conv);
             }
         }
     }
 }
 
 impl Descriptors {
-    fn new(c: &DnnConv) -> std::result::Result<Descriptors, ()> {
-        let (dt, compute) = data_type(c.dtype).ok_or(())?;
+    fn new(api: &'static Api, c: &DnnConv) -> std::result::Result<Descriptors, String> {
+        let (dt, compute) = data_type(c.dtype).ok_or_else(|| format!("no cuDNN type for {}", c.dtype))?;
         let mut d = Descriptors {
+            api,
             x: std::ptr::null_mut(),
             y: std::ptr::null_mut(),
             w: std::ptr::null_mut(),
@@ -169,14 +185,14 @@ impl Descriptors {
         // SAFETY: the descriptors are created here and the dimension arrays
         // hold `nd` (or `spatial`) entries.
         unsafe {
-            check(sys::cudnnCreateTensorDescriptor(&mut d.x))?;
-            check(sys::cudnnCreateTensorDescriptor(&mut d.y))?;
-            check(sys::cudnnCreateFilterDescriptor(&mut d.w))?;
-            check(sys::cudnnCreateConvolutionDescriptor(&mut d.conv))?;
-            check(sys::cudnnSetTensorNdDescriptorEx(d.x, nhwc, dt, nd, c.x.as_ptr()))?;
-            check(sys::cudnnSetTensorNdDescriptorEx(d.y, nhwc, dt, nd, c.y.as_ptr()))?;
-            check(sys::cudnnSetFilterNdDescriptor(d.w, dt, nhwc, nd, c.w.as_ptr()))?;
-            check(sys::cudnnSetConvolutionNdDescriptor(
+            check((api.cudnnCreateTensorDescriptor)(&mut d.x))?;
+            check((api.cudnnCreateTensorDescriptor)(&mut d.y))?;
+            check((api.cudnnCreateFilterDescriptor)(&mut d.w))?;
+            check((api.cudnnCreateConvolutionDescriptor)(&mut d.conv))?;
+            check((api.cudnnSetTensorNdDescriptorEx)(d.x, nhwc, dt, nd, c.x.as_ptr()))?;
+            check((api.cudnnSetTensorNdDescriptorEx)(d.y, nhwc, dt, nd, c.y.as_ptr()))?;
+            check((api.cudnnSetFilterNdDescriptor)(d.w, dt, nhwc, nd, c.w.as_ptr()))?;
+            check((api.cudnnSetConvolutionNdDescriptor)(
                 d.conv,
                 spatial,
                 c.pad.as_ptr(),
@@ -185,8 +201,8 @@ impl Descriptors {
                 mode,
                 compute,
             ))?;
-            check(sys::cudnnSetConvolutionGroupCount(d.conv, c.groups))?;
-            check(sys::cudnnSetConvolutionMathType(d.conv, math))?;
+            check((api.cudnnSetConvolutionGroupCount)(d.conv, c.groups))?;
+            check((api.cudnnSetConvolutionMathType)(d.conv, math))?;
         }
         Ok(d)
     }
@@ -197,8 +213,15 @@ impl Descriptors {
 ///
 /// # Safety
 /// The pointers must address live device buffers of the described shapes.
-unsafe fn find(h: sys::cudnnHandle_t, c: &DnnConv, d: &Descriptors, p: Pointers, s: &Arc<GpuStream>) -> Option<Algo> {
-    let ws = allocate(MAX_WORKSPACE, s).ok()?;
+unsafe fn find(
+    api: &Api,
+    h: sys::cudnnHandle_t,
+    c: &DnnConv,
+    d: &Descriptors,
+    p: Pointers,
+    s: &Arc<GpuStream>,
+) -> std::result::Result<Algo, String> {
+    let ws = allocate(MAX_WORKSPACE, s).map_err(|e| format!("no workspace: {e}"))?;
     let (wp, wn) = (ws.ptr() as *mut c_void, MAX_WORKSPACE);
     let (x, w, y) = (p.x as *mut c_void, p.w as *mut c_void, p.y as *mut c_void);
     const N: usize = 16;
@@ -206,7 +229,7 @@ unsafe fn find(h: sys::cudnnHandle_t, c: &DnnConv, d: &Descriptors, p: Pointers,
     let best = match c.routine {
         Routine::Forward => {
             let mut perf = [std::mem::zeroed::<sys::cudnnConvolutionFwdAlgoPerf_t>(); N];
-            let st = sys::cudnnFindConvolutionForwardAlgorithmEx(
+            let st = (api.cudnnFindConvolutionForwardAlgorithmEx)(
                 h,
                 d.x,
                 x,
@@ -221,15 +244,16 @@ unsafe fn find(h: sys::cudnnHandle_t, c: &DnnConv, d: &Descriptors, p: Pointers,
                 wp,
                 wn,
             );
-            check(st).ok()?;
+            check(st).map_err(|e| format!("the forward algorithm search failed: {e}"))?;
             perf[..count as usize]
                 .iter()
                 .find(|r| r.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)
                 .map(|r| Algo::Forward(r.algo, r.memory))
+                .ok_or_else(|| no_algorithm(perf[..count as usize].iter().map(|r| r.status)))
         }
         Routine::BackwardData => {
             let mut perf = [std::mem::zeroed::<sys::cudnnConvolutionBwdDataAlgoPerf_t>(); N];
-            let st = sys::cudnnFindConvolutionBackwardDataAlgorithmEx(
+            let st = (api.cudnnFindConvolutionBackwardDataAlgorithmEx)(
                 h,
                 d.w,
                 w,
@@ -244,15 +268,16 @@ unsafe fn find(h: sys::cudnnHandle_t, c: &DnnConv, d: &Descriptors, p: Pointers,
                 wp,
                 wn,
             );
-            check(st).ok()?;
+            check(st).map_err(|e| format!("the backward-data algorithm search failed: {e}"))?;
             perf[..count as usize]
                 .iter()
                 .find(|r| r.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)
                 .map(|r| Algo::BackwardData(r.algo, r.memory))
+                .ok_or_else(|| no_algorithm(perf[..count as usize].iter().map(|r| r.status)))
         }
         Routine::BackwardFilter => {
             let mut perf = [std::mem::zeroed::<sys::cudnnConvolutionBwdFilterAlgoPerf_t>(); N];
-            let st = sys::cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            let st = (api.cudnnFindConvolutionBackwardFilterAlgorithmEx)(
                 h,
                 d.x,
                 x,
@@ -267,15 +292,22 @@ unsafe fn find(h: sys::cudnnHandle_t, c: &DnnConv, d: &Descriptors, p: Pointers,
                 wp,
                 wn,
             );
-            check(st).ok()?;
+            check(st).map_err(|e| format!("the backward-filter algorithm search failed: {e}"))?;
             perf[..count as usize]
                 .iter()
                 .find(|r| r.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)
                 .map(|r| Algo::BackwardFilter(r.algo, r.memory))
+                .ok_or_else(|| no_algorithm(perf[..count as usize].iter().map(|r| r.status)))
         }
     };
     drop(ws);
     best
+}
+
+/// Why no algorithm was chosen: the statuses cuDNN gave them.
+fn no_algorithm(statuses: impl Iterator<Item = sys::cudnnStatus_t>) -> String {
+    let all: Vec<String> = statuses.map(|s| format!("{s:?}")).collect();
+    format!("no algorithm succeeded ({})", if all.is_empty() { "none offered".into() } else { all.join(", ") })
 }
 
 /// Runs the routine: writes `y` (forward), `x` (backward data) or `w`
@@ -284,32 +316,37 @@ pub(crate) fn run(s: &Arc<GpuStream>, c: &DnnConv, p: Pointers) -> Result<bool> 
     let mut guard = DNN.lock().unwrap_or_else(|e| e.into_inner());
     let dnn = guard.get_or_insert_with(|| {
         let enabled = std::env::var("FERROX_CUDNN").map_or(true, |v| v != "0");
-        let present = enabled
-            && libraries::load(CudaLibrary::Cudnn)
-                .map_err(|e| {
-                    libraries::warn_once(
-                        "cudnn",
-                        &format!(
-                            "cuDNN is missing, so convolutions run on ferrox's own kernels, several times slower \
-                             than cuDNN's: {e}. Install it with `pip install nvidia-cudnn-cu13` \
-                             (or `pip install 'ferrox[cuda]'`)."
-                        ),
-                    )
-                })
-                .is_ok();
-        present.then(|| Dnn { handles: HashMap::new(), algos: HashMap::new() })
+        if !enabled {
+            return None;
+        }
+        match cudnn_api::api() {
+            Ok(api) => Some(Dnn { api, handles: HashMap::new(), algos: HashMap::new() }),
+            Err(e) => {
+                libraries::warn_once(
+                    "cudnn",
+                    &format!(
+                        "cuDNN is missing, so convolutions run on ferrox's own kernels, several times slower \
+                         than cuDNN's: {e}. Install it with `pip install nvidia-cudnn-cu13` \
+                         (or `pip install 'ferrox[cuda]'`)."
+                    ),
+                );
+                None
+            }
+        }
     });
     let Some(dnn) = dnn.as_mut() else {
         return Ok(false);
     };
+    let api = dnn.api;
     let handle = match dnn.handles.get(&s.index) {
         Some(&h) => h,
         None => {
             let mut h = std::ptr::null_mut();
             // SAFETY: creates a handle and binds it to the live stream.
             let made =
-                unsafe { check(sys::cudnnCreate(&mut h)).and_then(|_| check(sys::cudnnSetStream(h, s.raw as _))) };
-            if made.is_err() {
+                unsafe { check((api.cudnnCreate)(&mut h)).and_then(|_| check((api.cudnnSetStream)(h, s.raw as _))) };
+            if let Err(why) = made {
+                declined("cudnn-handle", &format!("cudnnCreate failed: {why}"));
                 *guard = Some(None);
                 return Ok(false);
             }
@@ -317,15 +354,21 @@ pub(crate) fn run(s: &Arc<GpuStream>, c: &DnnConv, p: Pointers) -> Result<bool> 
             h
         }
     };
-    let Ok(d) = Descriptors::new(c) else {
-        return Ok(false);
+    let d = match Descriptors::new(api, c) {
+        Ok(d) => d,
+        Err(why) => {
+            declined("cudnn-descriptor", &format!("its descriptors were refused: {why}"));
+            return Ok(false);
+        }
     };
     let key = (c.clone(), tf32_allowed());
     let algo = match dnn.algos.get(&key) {
         Some(&a) => a,
         None => {
             // SAFETY: the caller's pointers address the described tensors.
-            let a = unsafe { find(handle, c, &d, p, s) };
+            let a = unsafe { find(api, handle, c, &d, p, s) }
+                .map_err(|why| declined("cudnn-find", &format!("{:?} of {c:?}: {why}", c.routine)))
+                .ok();
             dnn.algos.insert(key, a);
             a
         }
@@ -350,15 +393,19 @@ pub(crate) fn run(s: &Arc<GpuStream>, c: &DnnConv, p: Pointers) -> Result<bool> 
     let status = unsafe {
         match algo {
             Algo::Forward(a, _) => {
-                sys::cudnnConvolutionForward(handle, alpha, d.x, x, d.w, w, d.conv, a, wp, wn, beta, d.y, y)
+                (api.cudnnConvolutionForward)(handle, alpha, d.x, x, d.w, w, d.conv, a, wp, wn, beta, d.y, y)
             }
             Algo::BackwardData(a, _) => {
-                sys::cudnnConvolutionBackwardData(handle, alpha, d.w, w, d.y, y, d.conv, a, wp, wn, beta, d.x, x)
+                (api.cudnnConvolutionBackwardData)(handle, alpha, d.w, w, d.y, y, d.conv, a, wp, wn, beta, d.x, x)
             }
             Algo::BackwardFilter(a, _) => {
-                sys::cudnnConvolutionBackwardFilter(handle, alpha, d.x, x, d.y, y, d.conv, a, wp, wn, beta, d.w, w)
+                (api.cudnnConvolutionBackwardFilter)(handle, alpha, d.x, x, d.y, y, d.conv, a, wp, wn, beta, d.w, w)
             }
         }
     };
-    Ok(check(status).is_ok())
+    if let Err(why) = check(status) {
+        declined("cudnn-run", &format!("{:?} failed: {why}", c.routine));
+        return Ok(false);
+    }
+    Ok(true)
 }

@@ -152,6 +152,18 @@ impl CudaLibrary {
     fn system_only(self) -> bool {
         self == CudaLibrary::Driver
     }
+
+    /// The file-name prefix of the libraries this one opens by bare soname
+    /// at run time from its own folder. cuDNN 9's `libcudnn.so.9` is a shim
+    /// that opens `libcudnn_graph.so.9`, its engines and its ops that way;
+    /// outside the loader's path (a pip wheel's folder) those opens fail and
+    /// every convolution is declined. Opened first, they are found by soname.
+    fn companion_prefix(self) -> Option<&'static str> {
+        match self {
+            CudaLibrary::Cudnn => Some("libcudnn_"),
+            _ => None,
+        }
+    }
 }
 
 /// Where to look, besides the fixed prefixes: the inputs of [`candidates`].
@@ -358,6 +370,9 @@ fn search(lib: CudaLibrary) -> std::result::Result<Loaded, String> {
     for path in &tried {
         match dl_open(&path.to_string_lossy()) {
             Ok(h) => {
+                if let (Some(prefix), Some(folder)) = (lib.companion_prefix(), path.parent()) {
+                    open_companions(folder, prefix, lib.file_names()[0]);
+                }
                 opened = Some(h);
                 break;
             }
@@ -397,6 +412,39 @@ fn search(lib: CudaLibrary) -> std::result::Result<Loaded, String> {
     Ok(Loaded { handle, path, version: version_of(lib, handle) })
 }
 
+/// The files of `folder` named `<prefix>*.so.<major>`, where `main` (e.g.
+/// `libcudnn.so.9`) gives the major version: the companions a library opens
+/// by soname, sorted by name.
+fn companion_files(folder: &Path, prefix: &str, main: &str) -> Vec<PathBuf> {
+    let suffix = &main[main.find(".so").unwrap_or(main.len())..];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Opens the companions of a library found in `folder` (see
+/// `companion_prefix`). They need each other (the engines need
+/// `libcudnn_graph`), so each pass opens what it can until a pass opens
+/// nothing more; what never opens is left to the library to report.
+fn open_companions(folder: &Path, prefix: &str, main: &str) {
+    let mut pending = companion_files(folder, prefix, main);
+    loop {
+        let before = pending.len();
+        pending.retain(|p| dl_open(&p.to_string_lossy()).is_err());
+        if pending.is_empty() || pending.len() == before {
+            break;
+        }
+    }
+}
+
 /// Opens `lib` on first use (later calls answer at once) and says where it
 /// came from, or why it is missing.
 pub fn load(lib: CudaLibrary) -> std::result::Result<&'static Loaded, String> {
@@ -420,6 +468,12 @@ impl Loaded {
     /// Whether the library exports `name` (for features of newer versions).
     pub fn has_symbol(&self, name: &str) -> bool {
         symbol(self.handle, name).is_some()
+    }
+
+    /// The address of the library's symbol `name`, to bind a function
+    /// from this very copy of the library.
+    pub fn symbol(&self, name: &str) -> Option<*mut c_void> {
+        symbol(self.handle, name)
     }
 }
 
@@ -500,6 +554,28 @@ mod tests {
         std::fs::create_dir_all(base.join("lib/python3.12/site-packages")).unwrap();
         std::fs::create_dir_all(base.join("lib/not-python")).unwrap();
         assert_eq!(site_packages(&base), vec![base.join("lib/python3.12/site-packages")]);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn cudnn_companions_are_its_sublibraries_of_the_same_major_version() {
+        let base = std::env::temp_dir().join(format!("ferrox-companions-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for name in [
+            "libcudnn.so.9",
+            "libcudnn_graph.so.9",
+            "libcudnn_engines_precompiled.so.9",
+            "libcudnn_ops.so.8",
+            "libcudnn_cnn.so.9.1",
+            "libcublas.so.13",
+        ] {
+            touch(&base.join(name));
+        }
+        assert_eq!(
+            companion_files(&base, "libcudnn_", "libcudnn.so.9"),
+            vec![base.join("libcudnn_engines_precompiled.so.9"), base.join("libcudnn_graph.so.9")]
+        );
+        assert!(companion_files(&base.join("missing"), "libcudnn_", "libcudnn.so.9").is_empty());
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -10,8 +10,8 @@
 use super::allocator::{allocate, DeviceBuffer};
 use super::elementwise::{copy, fill, FillValue};
 use super::kernels::Family;
-use super::libraries::{self, CudaLibrary};
 use super::launch::{launch, Args};
+use super::libraries::{self, CudaLibrary};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::dtype::Dtype;

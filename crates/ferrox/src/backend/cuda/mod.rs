@@ -13,6 +13,7 @@ mod conv;
 mod conv_igemm;
 mod creation;
 mod cudnn;
+mod cudnn_api;
 pub mod custom_kernel;
 mod device;
 mod elementwise;

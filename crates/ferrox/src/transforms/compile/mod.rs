@@ -34,6 +34,7 @@ mod tape;
 
 pub use graph::{graph_replay, set_graph_replay, GraphReplay, REPLAY_BYTES_PER_KERNEL};
 pub(crate) use graph::{recording as is_recording, RecordingGuard};
+pub(crate) use tape::is_tracing_shapeless;
 
 use crate::array::Array;
 use crate::device::{current_stream, Stream};
@@ -100,7 +101,7 @@ pub struct CacheStats {
 }
 
 /// The function signature a compiled function is given: arrays in, arrays out.
-pub type CompileFn = dyn Fn(&[Array]) -> Result<Vec<Array>>;
+pub type CompileFn = dyn Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync;
 
 /// A function compiled by [`compile`].
 pub struct CompiledFunction {
@@ -128,7 +129,10 @@ pub struct CompiledFunction {
 /// assert_eq!(f.stats().misses, 1);
 /// # Ok::<(), ferrox::Error>(())
 /// ```
-pub fn compile(fun: impl Fn(&[Array]) -> Result<Vec<Array>> + 'static, shapeless: bool) -> CompiledFunction {
+pub fn compile(
+    fun: impl Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync + 'static,
+    shapeless: bool,
+) -> CompiledFunction {
     CompiledFunction::new(Box::new(fun), shapeless)
 }
 

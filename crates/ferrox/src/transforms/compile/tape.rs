@@ -43,11 +43,41 @@ pub(crate) struct Tape {
     pub(crate) outputs: Vec<Ref>,
 }
 
+thread_local! {
+    static SHAPELESS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether a shapeless compile is tracing on this thread: ops that would
+/// otherwise read the traced shapes into constants (`zeros_like`, `mean`'s
+/// count) then derive them from their input when the trace runs.
+pub(crate) fn is_tracing_shapeless() -> bool {
+    SHAPELESS.with(|s| s.get() > 0)
+}
+
+/// Marks a shapeless trace for [`is_tracing_shapeless`].
+struct ShapelessGuard;
+
+impl ShapelessGuard {
+    fn new(shapeless: bool) -> Option<ShapelessGuard> {
+        shapeless.then(|| {
+            SHAPELESS.with(|s| s.set(s.get() + 1));
+            ShapelessGuard
+        })
+    }
+}
+
+impl Drop for ShapelessGuard {
+    fn drop(&mut self) {
+        SHAPELESS.with(|s| s.set(s.get() - 1));
+    }
+}
+
 /// Calls `fun` on placeholders shaped like `args` and records its graph.
 /// With `shapeless`, primitives whose parameters hold the traced shapes
 /// are refused.
 pub(crate) fn trace(fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>, args: &[Array], shapeless: bool) -> Result<Tape> {
     let _recording = super::RecordingGuard::new();
+    let _shapeless = ShapelessGuard::new(shapeless);
     let placeholders = args
         .iter()
         .map(|a| {
