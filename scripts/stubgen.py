@@ -115,6 +115,7 @@ STREAM = "Stream | Device | DeviceType"
 PARSERS = {
     "number": "int | float | None",
     "operator_accepts": ARRAY_LIKE,
+    "operator_operands": ARRAY_LIKE,
     "keyword": "int | float | None",
     "to_array": ARRAY_LIKE,
     "operand": ARRAY_LIKE,

@@ -2,7 +2,7 @@
 //! the buffer protocol and the op methods.
 
 use crate::args;
-use crate::convert::{operands, to_array};
+use crate::convert::to_array;
 use crate::dtype::PyDtype;
 use crate::errors::IntoPyResult;
 use ferrox::backend::{ScatterOp, Storage};
@@ -557,10 +557,7 @@ impl PyArray {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyArray> {
         no_modulo(modulo)?;
-        if !crate::methods::operator_accepts(other)? {
-            return Err(crate::methods::invalid_operand("power", other));
-        }
-        let (a, b) = operands(slf.as_any(), other)?;
+        let (a, b) = crate::methods::operator_operands(slf.as_any(), other, false, "power")?;
         Ok(PyArray::wrap(ops::power(&a, &b).py()?))
     }
 
@@ -570,19 +567,13 @@ impl PyArray {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyArray> {
         no_modulo(modulo)?;
-        if !crate::methods::operator_accepts(other)? {
-            return Err(crate::methods::invalid_operand("power", other));
-        }
-        let (a, b) = operands(other, slf.as_any())?;
+        let (a, b) = crate::methods::operator_operands(slf.as_any(), other, true, "power")?;
         Ok(PyArray::wrap(ops::power(&a, &b).py()?))
     }
 
     fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         no_modulo(modulo)?;
-        if !crate::methods::operator_accepts(other)? {
-            return Err(crate::methods::invalid_operand("inplace power", other));
-        }
-        let (a, b) = operands(slf.as_any(), other)?;
+        let (a, b) = crate::methods::operator_operands(slf.as_any(), other, false, "inplace power")?;
         let out = ops::power(&a, &b).py()?;
         slf.borrow_mut().inner = out;
         Ok(())

@@ -145,12 +145,7 @@ fn collect_state<'py>(node: &Bound<'py, PyAny>, out: &Bound<'py, PyList>, depth:
     if depth >= MAX_STATE_DEPTH {
         return Err(too_deep());
     }
-    let items: Vec<Bound<'py, PyAny>> = match node.downcast::<PyDict>() {
-        Ok(d) => d.values().iter().collect(),
-        Err(_) if node.is_instance_of::<crate::random::RandomState>() => vec![node.get_item(0)?],
-        Err(_) => node.try_iter()?.collect::<PyResult<_>>()?,
-    };
-    items.iter().try_for_each(|child| collect_state(child, out, depth + 1))
+    children(node)?.iter().try_for_each(|(_, child)| collect_state(child, out, depth + 1))
 }
 
 /// The arrays of a state tree (lists, tuples and dicts, subclasses such as

@@ -41,16 +41,30 @@ ferrox::unary_ops!(unary_methods);
 /// scalars, objects with the buffer protocol (NumPy arrays) and objects
 /// with `__mlx_array__`. Lists, tuples and strings are not (MLX's rule:
 /// `==` with them is False, `!=` True, and other operators raise).
-pub(crate) fn operator_accepts(other: &Bound<'_, PyAny>) -> PyResult<bool> {
+fn operator_accepts(other: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(crate::convert::is_array_like(other)
         || crate::convert::py_scalar(other)?.is_some()
         || other.hasattr("__mlx_array__")?)
 }
 
-/// The ValueError of an operator given an operand it does not accept.
-pub(crate) fn invalid_operand(operation: &str, other: &Bound<'_, PyAny>) -> PyErr {
-    let name = other.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
-    PyValueError::new_err(format!("Cannot perform {operation} on a ferrox.array and {name}"))
+/// The operands of operator `operation` between the array `slf` and
+/// `other` (`other` first when `reflected`), or MLX's ValueError for an
+/// operand the operators do not accept ([`operator_accepts`]).
+pub(crate) fn operator_operands(
+    slf: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+    reflected: bool,
+    operation: &str,
+) -> PyResult<(ferrox::Array, ferrox::Array)> {
+    if !operator_accepts(other)? {
+        let name = other.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
+        return Err(PyValueError::new_err(format!("Cannot perform {operation} on a ferrox.array and {name}")));
+    }
+    if reflected {
+        operands(other, slf)
+    } else {
+        operands(slf, other)
+    }
 }
 
 macro_rules! binary_dunders {
@@ -60,24 +74,15 @@ macro_rules! binary_dunders {
         impl PyArray {
             $(
                 fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-                    if !operator_accepts(other)? {
-                        return Err(invalid_operand($what, other));
-                    }
-                    let (a, b) = operands(slf.as_any(), other)?;
+                    let (a, b) = operator_operands(slf.as_any(), other, false, $what)?;
                     Ok(PyArray::wrap($op(&a, &b).py()?))
                 }
                 fn $rname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyArray> {
-                    if !operator_accepts(other)? {
-                        return Err(invalid_operand($what, other));
-                    }
-                    let (a, b) = operands(other, slf.as_any())?;
+                    let (a, b) = operator_operands(slf.as_any(), other, true, $what)?;
                     Ok(PyArray::wrap($op(&a, &b).py()?))
                 }
                 fn $iname(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-                    if !operator_accepts(other)? {
-                        return Err(invalid_operand(concat!("inplace ", $what), other));
-                    }
-                    let (a, b) = operands(slf.as_any(), other)?;
+                    let (a, b) = operator_operands(slf.as_any(), other, false, concat!("inplace ", $what))?;
                     if $what == "division" && !a.dtype().is_inexact() {
                         // As MLX: `a /= b` would turn an integer array into floats.
                         return Err(PyValueError::new_err(
@@ -116,10 +121,7 @@ fn compare(
     op: fn(&ferrox::Array, &ferrox::Array) -> ferrox::Result<ferrox::Array>,
     what: &str,
 ) -> PyResult<PyArray> {
-    if !operator_accepts(other)? {
-        return Err(invalid_operand(what, other));
-    }
-    let (a, b) = operands(slf.as_any(), other)?;
+    let (a, b) = operator_operands(slf.as_any(), other, false, what)?;
     Ok(PyArray::wrap(op(&a, &b).py()?))
 }
 
@@ -147,7 +149,8 @@ impl PyArray {
         if !operator_accepts(other)? {
             return Ok(false.into_pyobject(py)?.to_owned().into_any().unbind());
         }
-        Ok(compare(slf, other, ops::equal, "equality")?.into_pyobject(py)?.into_any().unbind())
+        let (a, b) = operands(slf.as_any(), other)?;
+        Ok(PyArray::wrap(ops::equal(&a, &b).py()?).into_pyobject(py)?.into_any().unbind())
     }
     /// Element-wise `!=`; a Python bool (True) against a value that is not
     /// an array, scalar or array-like, as MLX's.
@@ -156,7 +159,8 @@ impl PyArray {
         if !operator_accepts(other)? {
             return Ok(true.into_pyobject(py)?.to_owned().into_any().unbind());
         }
-        Ok(compare(slf, other, ops::not_equal, "inequality")?.into_pyobject(py)?.into_any().unbind())
+        let (a, b) = operands(slf.as_any(), other)?;
+        Ok(PyArray::wrap(ops::not_equal(&a, &b).py()?).into_pyobject(py)?.into_any().unbind())
     }
 }
 
