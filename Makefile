@@ -25,8 +25,10 @@ build: $(PY)
 # CUDA kernel without a GPU. ferrox finds it the way it finds every CUDA
 # library (in the site-packages of $$VIRTUAL_ENV here; of sys.path in Python),
 # with no LD_LIBRARY_PATH; FERROX_REQUIRE_NVRTC makes a missing NVRTC a failure.
+# The Python extension's crates have no Rust tests (the Python suite tests
+# them) and are not compiled twice.
 rust-test: $(PY)
-	VIRTUAL_ENV=$(VENV) FERROX_REQUIRE_NVRTC=1 cargo test -j$(CARGO_JOBS) --workspace
+	VIRTUAL_ENV=$(VENV) FERROX_REQUIRE_NVRTC=1 cargo test -j$(CARGO_JOBS) --workspace --exclude ferrox-python --exclude ferrox-python-macros
 
 py-test: build
 	$(PY) -m pytest python/tests -q

@@ -19,6 +19,12 @@
 # FERROX_KERNEL_SOURCE_DIR at a folder holding edited family sources
 # (e.g. attention.cu): they replace the embedded ones (kernels.rs).
 #
+# With an empty kernel cache the whole suite takes longer than one
+# 10-minute device call (about 9% of it ran in 585 s on an H100, 2026-12-06,
+# NVRTC compiling each module on first use): split it with PYTEST_ARGS
+# (e.g. "-k gpu", the GPU runs only, or -k with a few test modules' names) across calls, or keep
+# FERROX_KERNEL_CACHE on a disk that survives between runs.
+#
 # Set GPU_CHECK_SKIP_TESTS=1, GPU_CHECK_SKIP_MEMCHECK=1 or GPU_CHECK_SKIP_BENCH=1
 # to leave a part out,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
@@ -84,6 +90,8 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     python3 benches/io.py ${IO_BENCH_ARGS:-} 2>&1 | tee "$OUT/io.log"
     python3 benches/gpu_random_floor.py 2>&1 | tee "$OUT/random_floor.log"
     python3 benches/fast_ops.py ${FAST_BENCH_ARGS:-} 2>&1 | tee "$OUT/fast_ops.log"
+    # The convolution fallback (ferrox's own kernels), pass by pass.
+    FERROX_CUDNN=0 python3 benches/conv_passes.py 2>&1 | tee "$OUT/conv_fallback.log"
     python3 benches/train_step.py ${TRAIN_BENCH_ARGS:-} 2>&1 | tee "$OUT/train_step.log"
     python3 benches/compile.py ${COMPILE_BENCH_ARGS:-} 2>&1 | tee "$OUT/compile.log"
 fi
@@ -91,5 +99,5 @@ fi
 echo "==== summary ===="
 tail -n 3 "$OUT/pytest.log" 2>/dev/null
 cat "$OUT/summary.log" 2>/dev/null
-cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/train_step.log" "$OUT/compile.log" 2>/dev/null | grep -v "^$"
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/conv_fallback.log" "$OUT/train_step.log" "$OUT/compile.log" 2>/dev/null | grep -v "^$"
 exit "$status"

@@ -4,7 +4,9 @@ convolutions run on the implicit-GEMM tensor-core kernels
 (backend/cuda/conv_igemm.rs) and float32 on the im2col path. The forward
 pass, the input gradient and the filter gradient of convolutions with
 strides, asymmetric padding, kernel and input dilation, groups, flips,
-1 to 3 spatial axes, odd sizes (the kernels' element-wise loaders) and
+1 to 3 spatial axes, odd sizes (the kernels' element-wise loaders,
+zero-padded channels), input-dilated nodes split into phases (the input
+gradient of a strided convolution; phases meeting no filter tap) and
 transposed input views must match the CPU. Needs a CUDA GPU."""
 
 import os
@@ -36,6 +38,15 @@ CASES = [
     ((8, 5, 6, 4, 8), (16, 2, 3, 2, 8), [1, 2, 1], [0, 1, 1], [1, 0, 0], [1, 1, 2], [1, 1, 1], 1, False),
     # Depthwise-like: 4 groups of 8 channels.
     ((8, 9, 9, 32), (32, 3, 3, 8), [1, 1], [1, 1], [1, 1], [1, 1], [1, 1], 4, False),
+    # 1x1 with stride 2: input-gradient phases that meet no filter tap.
+    ((8, 9, 9, 16), (16, 1, 1, 16), [2, 2], [0, 0], [0, 0], [1, 1], [1, 1], 1, False),
+    # Transposed (input dilations 3 and 2), asymmetric padding, flipped,
+    # 6 channels (zero-padded to 8 for the vector loaders).
+    ((4, 10, 7, 6), (8, 3, 3, 6), [1, 1], [1, 2], [2, 1], [1, 1], [3, 2], 1, True),
+    # Two groups of 3 channels (element loaders), stride on one axis.
+    ((8, 9, 9, 6), (8, 3, 3, 3), [2, 1], [1, 1], [1, 1], [1, 1], [1, 1], 2, False),
+    # 3-D with strides on two axes.
+    ((8, 5, 6, 7, 8), (8, 3, 2, 3, 8), [2, 1, 2], [1, 0, 1], [1, 1, 0], [1, 1, 1], [1, 1, 1], 1, False),
 ]
 
 TOL = {"float16": 4e-3, "bfloat16": 2.5e-2, "float32": 2e-3}

@@ -7,19 +7,23 @@
 //! the target and the NVRTC version. Failing to read or write the cache only
 //! costs a compile.
 
-use super::libraries::{self, CudaLibrary};
-use cudarc::nvrtc::{result, sys};
-use std::ffi::CString;
+use super::nvrtc_api::{self, check, Api};
+use cudarc::nvrtc::sys::nvrtcProgram;
+use std::ffi::{c_char, CString};
 use std::path::PathBuf;
 
 /// NVRTC's version, or why NVRTC cannot be used.
 pub fn nvrtc_version() -> Result<(i32, i32), String> {
-    libraries::load(CudaLibrary::Nvrtc)
-        .map_err(|e| format!("NVRTC, which compiles ferrox's kernels, is missing: {e}"))?;
+    let api = nvrtc()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: plain out-parameters.
-    unsafe { sys::nvrtcVersion(&mut major, &mut minor) }.result().map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;
+    check(unsafe { (api.nvrtcVersion)(&mut major, &mut minor) }).map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;
     Ok((major, minor))
+}
+
+/// NVRTC's bound functions, or why NVRTC cannot be used.
+fn nvrtc() -> Result<&'static Api, String> {
+    nvrtc_api::api().map_err(|e| format!("NVRTC, which compiles ferrox's kernels, is missing: {e}"))
 }
 
 /// 64-bit FNV-1a: a stable hash for cache file names.
@@ -55,37 +59,61 @@ pub fn compile(name: &str, source: &str, arch: &str) -> Result<Vec<u8>, String> 
 /// [`compile`] with more NVRTC options (user kernels add
 /// `--device-as-default-execution-space`, as MLX compiles them).
 pub fn compile_with_options(name: &str, source: &str, arch: &str, extra: &[&str]) -> Result<Vec<u8>, String> {
-    nvrtc_version()?;
+    let api = nvrtc()?;
     let src = CString::new(source).map_err(|_| format!("kernel module {name} contains a NUL byte"))?;
     let cname = CString::new(name).map_err(|_| format!("kernel module name {name:?} contains a NUL byte"))?;
-    let prog = result::create_program(&src, Some(&cname)).map_err(|e| format!("nvrtcCreateProgram({name}): {e:?}"))?;
     let mut options = vec![format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
     options.extend(extra.iter().map(|o| o.to_string()));
-    // SAFETY: `prog` is a live program until destroyed below.
+    let options: Vec<CString> = options
+        .into_iter()
+        .map(|o| CString::new(o).map_err(|_| format!("an NVRTC option for {name} contains a NUL byte")))
+        .collect::<Result<_, _>>()?;
+    let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
+    let mut prog: nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: valid C strings; no headers.
+    check(unsafe {
+        (api.nvrtcCreateProgram)(&mut prog, src.as_ptr(), cname.as_ptr(), 0, std::ptr::null(), std::ptr::null())
+    })
+    .map_err(|e| format!("nvrtcCreateProgram({name}): {e:?}"))?;
+    // SAFETY: `prog` is a live program until destroyed below; the option
+    // pointers outlive the call.
     let outcome = unsafe {
-        match result::compile_program(prog, &options) {
+        match check((api.nvrtcCompileProgram)(prog, option_ptrs.len() as i32, option_ptrs.as_ptr())) {
             Ok(()) => {
                 let mut size = 0usize;
                 let mut cubin = Vec::new();
-                let r = sys::nvrtcGetCUBINSize(prog, &mut size).result().and_then(|_| {
+                let r = check((api.nvrtcGetCUBINSize)(prog, &mut size)).and_then(|_| {
                     cubin.resize(size, 0u8);
-                    sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut std::ffi::c_char).result()
+                    check((api.nvrtcGetCUBIN)(prog, cubin.as_mut_ptr() as *mut c_char))
                 });
                 r.map(|_| cubin).map_err(|e| format!("nvrtcGetCUBIN({name}): {e:?}"))
             }
-            Err(e) => {
-                let log = result::get_program_log(prog).unwrap_or_default();
-                let log: Vec<u8> = log.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
-                Err(format!(
-                    "kernel module {name} failed to compile for {arch} ({e:?}):\n{}",
-                    String::from_utf8_lossy(&log)
-                ))
-            }
+            Err(e) => Err(format!(
+                "kernel module {name} failed to compile for {arch} ({e:?}):\n{}",
+                program_log(api, prog)
+            )),
         }
     };
     // SAFETY: destroyed once.
-    let _ = unsafe { result::destroy_program(prog) };
+    let _ = unsafe { (api.nvrtcDestroyProgram)(&mut prog) };
     outcome
+}
+
+/// The compile log of `prog` (empty when NVRTC cannot give it).
+///
+/// # Safety
+/// `prog` is a live program.
+unsafe fn program_log(api: &Api, prog: nvrtcProgram) -> String {
+    let mut size = 0usize;
+    if check((api.nvrtcGetProgramLogSize)(prog, &mut size)).is_err() {
+        return String::new();
+    }
+    let mut log = vec![0u8; size];
+    if check((api.nvrtcGetProgramLog)(prog, log.as_mut_ptr() as *mut c_char)).is_err() {
+        return String::new();
+    }
+    let end = log.iter().position(|&c| c == 0).unwrap_or(log.len());
+    String::from_utf8_lossy(&log[..end]).into_owned()
 }
 
 /// Like [`compile`], reading and filling the on-disk cache.

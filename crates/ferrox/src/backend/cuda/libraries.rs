@@ -23,10 +23,13 @@
 //! The driver (`libcuda.so.1`) must match the kernel module, so only steps 1
 //! and 4 apply to it.
 //!
-//! A library is opened by its full path with `RTLD_GLOBAL`; cudarc, which
-//! binds the functions, asks the loader for the same soname afterwards and
-//! gets the copy already in the process. [`report`] says, for each library,
-//! where it was loaded from and its version, or why it is missing.
+//! A library is opened by its full path with `RTLD_GLOBAL`, and its
+//! functions are bound from that very copy ([`Loaded::symbol`]; `bind.rs`,
+//! `nvrtc_api.rs`, `cublaslt_api.rs`, `cudnn_api.rs`), never through
+//! another copy the loader might find first under the bare soname. Only the
+//! driver goes through cudarc's loader (its one copy is the system's).
+//! [`report`] says, for each library, where it was loaded from and its
+//! version, or why it is missing.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};

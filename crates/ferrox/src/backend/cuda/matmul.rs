@@ -11,13 +11,13 @@ use super::allocator::{allocate, DeviceBuffer};
 use super::elementwise::{copy, fill, FillValue};
 use super::kernels::Family;
 use super::launch::{launch, Args};
-use super::libraries::{self, CudaLibrary};
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::shape::{collapse_dims, numel, Layout};
-use cudarc::cublaslt::{result as lt, sys};
+use super::cublaslt_api as lt;
+use cudarc::cublaslt::sys;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,8 +38,8 @@ pub(crate) fn tf32_allowed() -> bool {
 
 const WORKSPACE: usize = 32 << 20;
 
-fn blas_error(e: lt::CublasError) -> Error {
-    Error::Device { op: "matmul", msg: format!("cuBLASLt error: {e:?}") }
+fn blas_error(e: String) -> Error {
+    Error::Device { op: "matmul", msg: format!("cuBLASLt error: {e}") }
 }
 
 /// How one operand is read: column-major rows × cols with leading dimension
@@ -303,7 +303,7 @@ fn product(
     };
     let mut guard = BLAS.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
-        if let Err(e) = libraries::load(CudaLibrary::CublasLt) {
+        if let Err(e) = lt::api() {
             return Err(Error::Device { op: "matmul", msg: format!("cuBLASLt is missing: {e}") });
         }
         let handle = lt::create_handle().map_err(blas_error)?;

@@ -8,10 +8,12 @@
 //! the stream that wrote it.
 
 mod allocator;
+mod bind;
 pub mod compiler;
 mod conv;
 mod conv_igemm;
 mod creation;
+mod cublaslt_api;
 mod cudnn;
 mod cudnn_api;
 pub mod custom_kernel;
@@ -26,6 +28,7 @@ pub mod kernels;
 mod launch;
 pub mod libraries;
 mod matmul;
+mod nvrtc_api;
 mod optimizer;
 mod random;
 mod reduce;

@@ -35,8 +35,10 @@
 //       b in {k, n, s}; grid (ceil(M / 128), ceil(og / BN), groups *
 //       g.splits), block 256, dynamic shared memory FX_IG_STAGES * (128 +
 //       BN) * 32 * 2 bytes. x and w point at element (0, ...) of the
-//       operands (strides g.xs, g.ws). y: row-contiguous (N, out..., C_out).
-//       With g.splits > 1, split z % splits sums K tiles [split *
+//       operands (strides g.xs, g.ws). y: (N, out..., C_out) through the
+//       strides g.ys, channels contiguous (the host writes one phase of a
+//       transposed convolution's output through strides). With g.splits >
+//       1 (y row-contiguous then), split z % splits sums K tiles [split *
 //       g.k_tiles_per_split, ...) and writes float partials to
 //       part[split * M * C_out + output index] instead of y.
 //   conv_igemm_reduce(const float* part, T* y, long long total, int splits)
@@ -58,6 +60,7 @@
 struct FxIgGeom {
     long long xs[5];  // x strides: batch, spatial 0..2, channel
     long long ws[5];  // w strides: output channel, spatial 0..2, input channel
+    long long ys[4];  // y strides: batch, spatial 0..2 (channels contiguous)
     int in[3], out[3], k[3], stride[3], lo[3], kdil[3], idil[3];
     int batch, opos, cg, og, c_out, m, kk, flip, groups, splits, k_tiles_per_split, pad_;
 };
@@ -380,8 +383,13 @@ __device__ __forceinline__ void fx_conv_igemm(const T* x, const T* w, T* y, floa
         for (int h = 0; h < 2; ++h) {
             const int m = m0 + wm0 + mi * 16 + (lane >> 2) + h * 8;
             if (m >= g.m) continue;
-            const long long row = AM == FX_IG_MN ? (long long)(m % g.batch) * g.opos + m / g.batch : (long long)m;
-            const long long at = row * g.c_out + (long long)gi * g.og;
+            const int b = AM == FX_IG_MN ? m % g.batch : m / g.opos;
+            int pos = AM == FX_IG_MN ? m / g.batch : m % g.opos;
+            const int o2 = pos % g.out[2];
+            pos /= g.out[2];
+            const long long at = b * g.ys[0] + (long long)(pos / g.out[1]) * g.ys[1] +
+                                 (long long)(pos % g.out[1]) * g.ys[2] + (long long)o2 * g.ys[3] +
+                                 (long long)gi * g.og;
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {
 #pragma unroll
