@@ -321,7 +321,15 @@ def _structural_cases():
         ("fast_vjps", lambda a, w: tuple(fx.vjp(_fast_ops, [a, w], list(_fast_ops(a, w)))[1]),
          [x, fx.array([1.0, 2.0, 3.0, 4.0])]),
         ("cross_entropy", _cross_entropy, [x]),
+        ("broadcast_arrays", lambda a, b: fx.broadcast_arrays(a, b), [x[:, :1], fx.ones((4,))]),
+        ("mxfp4_matmul", _mxfp4_matmul, [fx.ones((2, 32))]),
     ]
+
+
+def _mxfp4_matmul(x):
+    """An fp-mode quantized product (its scales guarded by RefuseGradient)."""
+    w, s = fx.quantize(fx.arange(64, dtype=fx.float32).reshape(2, 32) / 64, mode="mxfp4")
+    return fx.quantized_matmul(x, w, s, mode="mxfp4")
 
 
 def _cross_entropy(a):
@@ -398,7 +406,11 @@ def test_export_with_callback(path):
     assert [k for k, _ in by_type["keyword_inputs"][0]["keywords"]] == ["y"]
     prims = by_type["primitive"]
     assert [p["name"] for p in prims] == ["Subtract", "Abs", "Log", "AsType"]
-    assert prims[3]["arguments"] == [fx.int32]
+    # As MLX: the Log primitive carries its base (2: e), AsType its dtype.
+    assert [p["arguments"] for p in prims] == [[], [], [2], [fx.int32]]
+    events.clear()
+    fx.export_function(events.append, lambda x: (fx.log2(x), fx.log10(x)), fx.array(1.0))
+    assert [e["arguments"] for e in events if e["type"] == "primitive"] == [[0], [1]]
     with pytest.raises(ValueError, match="metadata"):
         fx.export_function(events.append, fx.abs, fx.array(1.0), metadata="x")
 
@@ -562,6 +574,21 @@ def test_as_strided_outside_its_input_is_refused(path):
 def test_missing_file_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         fx.import_function(str(tmp_path / "nope.fxfn"))
+
+
+def test_export_to_dot_labels_compiled_nodes_by_their_parts():
+    import io
+
+    def fun(x, y, z):
+        yy = fx.broadcast_to(y, z.shape)
+        return x + yy * z, yy.sum()
+
+    a, b, c = fx.ones((10, 10)), fx.array(0.1), fx.full((10, 10), 2.0)
+    d = fx.compile(fun)(a, b, c)
+    out = io.StringIO()
+    fx.export_to_dot(out, a=a, b=b, c=c, d1=d[0], d2=d[1])
+    assert "CompiledBroadcastMultiplyAdd" in out.getvalue()
+    assert same(d[0], fun(a, b, c)[0]) and same(d[1], fun(a, b, c)[1])
 
 
 def test_export_to_dot_walks_self_referencing_containers_once():

@@ -199,6 +199,30 @@ def test_argnums_are_checked_when_the_transform_is_made():
         g(fx.ones(2))
 
 
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_fp_quantized_products_refuse_scale_gradients(mode):
+    rng = np.random.default_rng(0)
+    x = fx.array(rng.standard_normal((2, 64)).astype(np.float32))
+    wq, s = fx.quantize(fx.array(rng.standard_normal((32, 64)).astype(np.float32)), mode=mode)
+
+    def mm(s, x, wq):
+        return fx.quantized_matmul(x, wq, s, mode=mode).sum()
+
+    def gmm(s, x, wq):
+        return fx.gather_qmm(x, wq, s, rhs_indices=fx.array(0), mode=mode).sum()
+
+    for f in (mm, gmm):
+        with pytest.raises(ValueError, match="no gradient wrt scales"):
+            fx.grad(f)(s, x, wq)
+        # The gradient with respect to x still flows (scales not differentiated).
+        gx = fx.grad(f, argnums=1)(s, x, wq)
+        assert gx.shape == x.shape and np.isfinite(np.array(gx)).all()
+    if mx is not None:
+        with pytest.raises(ValueError):
+            mwq, ms = mx.quantize(mx.array(np.array(fx.dequantize(wq, s, mode=mode))), mode=mode)
+            mx.grad(lambda s: mx.quantized_matmul(mx.array(np.array(x)), mwq, s, mode=mode).sum())(ms)
+
+
 def test_vjp_with_respect_to_indices_asks_for_stop_gradient():
     x, idx, upd = fx.array([1.0, 2.0, 3.0, 4.0]), fx.array([1, 3]), fx.array([5.0, 6.0])
     with pytest.raises(ValueError, match="stop_gradient"):
@@ -426,6 +450,18 @@ def test_default_stream_of_a_missing_device_raises():
         ((0, 5, float("inf")), {}),
         ((5, 0, float("inf")), {}),
         ((1, 5.0, 1), {}),
+        # Integer dtypes step by int(start + step) - int(start) and wrap.
+        ((2**31 - 2, 2**31 + 2), {"dtype": "int32"}),
+        ((-(2**31), -(2**31) - 3, -1), {"dtype": "int32"}),
+        ((0.5, 5, 1.5), {"dtype": "int32"}),
+        ((1.0, 3.0, 0.2), {"dtype": "int32"}),
+        ((-2.5, 3, 1.3), {"dtype": "uint8"}),
+        ((0, 600, 100), {"dtype": "int8"}),
+        ((250, 260), {"dtype": "uint16"}),
+        ((3e9, 3e9 + 5), {"dtype": "uint32"}),
+        ((5, -5, -3), {"dtype": "uint32"}),
+        ((2**62, 2**62 + 2**61, 2**59), {"dtype": "int64"}),
+        ((0, 2**63 - 1, 2**61), {"dtype": "uint64"}),
     ],
 )
 def test_arange_overloads_and_inferred_dtype_match_mlx(args, kwargs):
@@ -609,3 +645,140 @@ def test_shapeless_compile_derives_like_shapes_and_mean_counts():
         assert f.shape == shape and f.dtype == fx.float16 and f[0, 0, 0].item() == 3.0
         m = mean(fx.arange(int(np.prod(shape)), dtype=fx.float32).reshape(shape))
         assert m.shape == (1, 1, 1) and m.item() == pytest.approx((np.prod(shape) - 1) / 2)
+
+
+def test_compile_refuses_arguments_read_through_a_closure():
+    # MLX raises when the traced graph reaches an argument itself (not its
+    # stand-in): the closure's value would be baked into the trace.
+    x = fx.array([1, 2, 3]) + 2
+
+    def fn(a):
+        return a + (x + 1)
+
+    with pytest.raises(ValueError, match="uncaptured inputs"):
+        fx.compile(fn)(x)
+    fx.eval(x)
+    with pytest.raises(ValueError, match="uncaptured inputs"):
+        fx.compile(fn)(x)
+    # Another array, or the argument used as a parameter, is fine.
+    assert fx.compile(fn)(fx.array([0, 0, 0])).tolist() == [4, 5, 6]
+    assert fx.compile(lambda a: a * 2)(x).tolist() == [6, 8, 10]
+    if mx is not None:
+        mxx = mx.array([1, 2, 3]) + 2
+        with pytest.raises(ValueError):
+            mx.compile(lambda a: a + (mxx + 1))(mxx)
+
+    # Inside another transform the arguments are its tracers, which a
+    # closure may share (MLX's test_vmap_compiled).
+    def outer(x):
+        x = fx.abs(x)
+
+        @fx.compile
+        def inner(z):
+            return -fx.exp(x)
+
+        return inner(x)
+
+    v = fx.array([[1.0, -3.0], [0.5, -0.5]])
+    assert np.allclose(np.array(fx.vmap(outer)(v)), -np.exp(np.abs(np.array(v))))
+
+
+def test_shapeless_compile_rederives_reshapes():
+    # MLX keeps reshape's -1 (and squeezes, expansions, flattens follow the
+    # input), so a shapeless function replays on other shapes.
+    cases = [
+        (lambda x: x.reshape(x.shape[0] * x.shape[1], -1), [(2, 3, 4), (2, 3, 8)]),
+        (lambda x: fx.flatten(x, 1, 2) * 2, [(2, 3, 4), (5, 1, 2)]),
+        (lambda x: fx.expand_dims(x, (0, 2)) + 1, [(2, 3), (4, 1)]),
+        (lambda x: fx.squeeze(x, 1) - 1, [(2, 1, 3), (5, 1, 1)]),
+        (lambda x: fx.sum(x, axis=0) + fx.max(x, axis=(1, 2)).sum(), [(2, 3, 4), (3, 1, 2)]),
+        (lambda x: fx.argmax(x, axis=1) + fx.argmin(x), [(2, 3), (4, 5)]),
+    ]
+    rng = np.random.default_rng(0)
+    for fun, shapes in cases:
+        cfun = fx.compile(fun, shapeless=True)
+        for shape in shapes:
+            x = fx.array(rng.standard_normal(shape).astype(np.float32))
+            got, want = cfun(x), fun(x)
+            assert got.shape == want.shape and np.allclose(np.array(got), np.array(want))
+    # A size that the recorded known extent does not divide raises (MLX: ValueError).
+    cfun = fx.compile(cases[0][0], shapeless=True)
+    cfun(fx.zeros((2, 3, 4)))
+    with pytest.raises(ValueError):
+        cfun(fx.zeros((5, 5, 5)))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "min", "max", "all", "any", "argmin", "argmax"])
+def test_shapeless_compile_reduces_after_a_gather(name):
+    # Traced with one gathered element (an extent-1 reduction), replayed with more.
+    reduction = getattr(fx, name)
+    buf = fx.array([10.0, 20.0, 30.0, 40.0, 50.0])
+
+    def fun(buf, idx):
+        return reduction(fx.take(buf, idx, axis=0))
+
+    cfun = fx.compile(fun, shapeless=True)
+    for n in [1, 2, 3, 4]:
+        idx = fx.arange(n)
+        assert fx.array_equal(cfun(buf, idx), fun(buf, idx)), n
+
+
+def test_shapeless_compile_slice_update():
+    def fun(x):
+        x[2] = fx.array([3.0])
+        return x
+
+    cfun = fx.compile(fun, shapeless=True)
+    for n in [4, 5, 7]:
+        a = fx.arange(n, dtype=fx.float32)
+        assert cfun(a).tolist() == fun(fx.arange(n, dtype=fx.float32)).tolist()
+    with pytest.raises(ValueError):
+        cfun(fx.arange(2, dtype=fx.float32))  # the recorded window leaves the array
+
+
+def test_shapeless_compile_broadcasts_against_the_inputs():
+    # broadcast_arrays follows its inputs; broadcast_to keeps its fixed shape.
+    cfun = fx.compile(lambda a, b: fx.broadcast_arrays(a, b), shapeless=True)
+    for a, b in [(fx.zeros((1, 3)), fx.ones((2, 1))), (fx.zeros((1, 5)), fx.ones((4, 1)))]:
+        got = cfun(a, b)
+        assert [g.shape for g in got] == [(b.shape[0], a.shape[1])] * 2
+    fixed = fx.compile(lambda a: fx.broadcast_to(a, (2, 2)), shapeless=True)
+    fixed(fx.array(0.0))
+    with pytest.raises(ValueError):
+        fixed(fx.array(0.0).reshape(1, 1, 1))
+
+
+def test_shapeless_compile_batched_matmul_and_its_gradient():
+    cfun = fx.compile(lambda a, b: a @ b, shapeless=True)
+    assert cfun(fx.zeros((2, 1, 4, 2)), fx.zeros((3, 2, 5))).shape == (2, 3, 4, 5)
+
+    def fun(args):
+        return (args[0] @ args[1]).sum()
+
+    grad = fx.compile(fx.grad(fun), shapeless=True)
+    rng = np.random.default_rng(0)
+    for sa, sb in [((2, 1, 4, 2), (3, 2, 5)), ((3, 1, 4, 2), (2, 2, 5))]:
+        a = fx.array(rng.standard_normal(sa).astype(np.float32))
+        b = fx.array(rng.standard_normal(sb).astype(np.float32))
+        got, want = grad((a, b)), fx.grad(fun)((a, b))
+        assert [g.shape for g in got] == [sa, sb]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_shapeless_compile_gather_mm_follows_the_rows(quantized):
+    k, n, experts = 64, 32, 4
+    idx = fx.array([0, 1, 2, 3])
+    w = fx.random.normal((experts, n, k), key=fx.random.key(1))
+    if quantized:
+        qw, s, b = fx.quantize(w)
+        fn = lambda x: fx.gather_qmm(x, qw, s, b, lhs_indices=idx, rhs_indices=idx, transpose=True)  # noqa: E731
+    else:
+        fn = lambda x: fx.gather_mm(x, fx.swapaxes(w, 1, 2), lhs_indices=idx, rhs_indices=idx)  # noqa: E731
+    cfn = fx.compile(fn, shapeless=True)
+    for rows in [4, 8]:
+        x = fx.random.normal((experts, rows, k), key=fx.random.key(rows))
+        got, want = cfn(x), fn(x)
+        assert got.shape == want.shape == (experts, rows, n)
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-4, atol=1e-4)

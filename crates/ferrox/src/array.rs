@@ -335,6 +335,24 @@ impl Array {
         }
     }
 
+    /// Whether this handle is the only way to reach the node: no other
+    /// array, recipe or sibling list refers to it (so its consumer may
+    /// take its buffer over).
+    pub(crate) fn is_sole_handle(&self) -> bool {
+        Arc::strong_count(&self.node) == 1 && Arc::weak_count(&self.node) == 0
+    }
+
+    /// Takes the computed data out of the node (its consumer is donated the
+    /// buffer); [`Array::restore_data`] puts it back if that fails.
+    pub(crate) fn take_data(&self) -> Option<ArrayData> {
+        self.node.lock().data.take()
+    }
+
+    /// Puts back data taken by [`Array::take_data`].
+    pub(crate) fn restore_data(&self, data: ArrayData) {
+        self.node.lock().data = Some(data);
+    }
+
     /// Swaps in equivalent data (the same values, e.g. moved to another
     /// device) for a computed array.
     pub(crate) fn replace_data(&self, data: ArrayData) {

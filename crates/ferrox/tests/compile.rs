@@ -188,6 +188,7 @@ fn sample_program() -> FusedProgram {
         ],
         outputs: vec![5, 4],
         known_scalars: Vec::new(),
+        broadcast_inputs: Vec::new(),
     }
 }
 

@@ -63,9 +63,34 @@ pub struct FusedProgram {
     /// the generated kernel); the input must hold that value.
     #[serde(default)]
     pub known_scalars: Vec<Option<u64>>,
+    /// Empty, or for each input whether the traced function broadcast it
+    /// explicitly (`broadcast_to`) before the group read it: the group
+    /// reads the source, broadcast as every input is. Only the node's
+    /// label ([`FusedProgram::label`]) uses it.
+    #[serde(default)]
+    pub broadcast_inputs: Vec<bool>,
 }
 
 impl FusedProgram {
+    /// MLX's name for a compiled node: `Compiled` and its parts in order
+    /// (`"CompiledBroadcastMultiplyAdd"`).
+    pub fn label(&self) -> String {
+        let mut label = String::from("Compiled");
+        if self.broadcast_inputs.iter().any(|&b| b) {
+            label.push_str("Broadcast");
+        }
+        for step in &self.steps {
+            match step.op {
+                FusedOp::Unary(op) => write!(label, "{op:?}"),
+                FusedOp::Binary(op) => write!(label, "{op:?}"),
+                FusedOp::Select => write!(label, "Select"),
+                FusedOp::AsType => write!(label, "AsType"),
+            }
+            .expect("writing to a String cannot fail");
+        }
+        label
+    }
+
     /// The dtype of an operand.
     pub fn dtype_of(&self, a: Operand) -> Dtype {
         match a {

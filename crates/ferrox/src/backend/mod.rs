@@ -12,6 +12,7 @@ pub mod cuda;
 mod custom_kernel;
 pub mod dispatcher;
 mod fast_op;
+mod integer_range;
 pub mod fused;
 pub mod replay;
 mod update_rule;
@@ -20,6 +21,7 @@ pub use custom_kernel::{
     expanded_source, launch_shape, KernelCode, KernelLaunch, ScalarArg, ShapeInfo, MAX_NDIM, PRELUDE_INCLUDE,
 };
 pub use fast_op::{AttentionMask, AttentionParams, FastOp, RopeParams};
+pub use integer_range::{integer_range_element, integer_range_terms};
 pub use update_rule::UpdateRule;
 
 use crate::array::ArrayData;
@@ -494,6 +496,29 @@ pub trait Backend: Send + Sync {
     /// already share the output shape (broadcast strides are 0).
     /// Output dtype: bool for comparisons, else the input dtype.
     fn binary(&self, op: BinaryOp, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage>;
+
+    /// Whether `x`'s buffer may be overwritten by this backend's in-place
+    /// kernels once nothing else holds it (MLX's buffer donation): memory
+    /// ferrox owns, with no work of another stream pending on it.
+    fn can_overwrite(&self, x: &Storage) -> bool;
+
+    /// [`Backend::unary`] written over `x`, a buffer [`Backend::can_overwrite`]
+    /// allows and nothing else holds: `layout` is row-contiguous and the op
+    /// keeps the dtype. The output is `layout`'s elements of `x`.
+    fn unary_in_place(&self, op: UnaryOp, x: &mut Storage, layout: &Layout) -> Result<()>;
+
+    /// [`Backend::binary`] written over one operand, `donor` (as for
+    /// [`Backend::unary_in_place`], `ld` with the output's shape); `other`
+    /// is read through `lo`, and `donor_is_lhs` says which side `donor` is.
+    fn binary_in_place(
+        &self,
+        op: BinaryOp,
+        donor: &mut Storage,
+        ld: &Layout,
+        other: &Storage,
+        lo: &Layout,
+        donor_is_lhs: bool,
+    ) -> Result<()>;
 
     /// `cond ? x : y` elementwise; `cond` is bool, `x` and `y` share a dtype,
     /// all three layouts share the output shape.

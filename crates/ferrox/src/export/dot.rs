@@ -41,7 +41,7 @@ pub fn export_to_dot(out: &mut dyn Write, outputs: &[Array], names: &[(String, A
         }
         let p = format!("p{primitives}");
         primitives += 1;
-        text.push_str(&format!("  {p} [shape=box, label=\"{}\"];\n", recipe.primitive.name()));
+        text.push_str(&format!("  {p} [shape=box, label=\"{}\"];\n", recipe.primitive.label()));
         for sibling in recipe.sibling_nodes().into_iter().flatten() {
             let s = array_node(&Array::from_node(sibling), &mut text);
             text.push_str(&format!("  {p} -> {s};\n"));

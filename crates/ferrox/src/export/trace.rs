@@ -275,7 +275,8 @@ pub enum TraceEvent {
     Constants(Vec<(String, Array)>),
     /// One node: the primitive's class name (the op for elementwise
     /// primitives, as MLX's `"Subtract"`; else the tag, as `"Reduce"`),
-    /// its parameters as a list, its inputs and outputs.
+    /// its parameters as a list (a logarithm is MLX's `"Log"` with its
+    /// base, `[2]` for e), its inputs and outputs.
     Primitive {
         /// The primitive's name.
         name: String,
@@ -323,6 +324,15 @@ pub fn trace_events(fun: &ExportFn, args: &[Array], kwargs: &Kwargs, shapeless: 
     ];
     for (k, node) in record.nodes.iter().enumerate() {
         let (name, arguments) = match (node.primitive.as_str(), &node.params) {
+            // MLX's one Log primitive carries its base (enum two, ten, e).
+            ("Unary", Value::String(op)) if matches!(op.as_str(), "Log" | "Log2" | "Log10") => {
+                let base = match op.as_str() {
+                    "Log2" => 0,
+                    "Log10" => 1,
+                    _ => 2,
+                };
+                ("Log".to_string(), vec![Value::from(base)])
+            }
             ("Unary" | "Binary", Value::String(op)) => (op.clone(), vec![]),
             (tag, Value::Object(fields)) => (tag.to_string(), fields.values().cloned().collect()),
             (tag, Value::Null) => (tag.to_string(), vec![]),

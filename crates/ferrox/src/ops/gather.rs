@@ -70,6 +70,12 @@ fn index_axes(op: &'static str, a: &Array, indices: &[Array], axes: &[isize]) ->
 /// # Ok::<(), ferrox::Error>(())
 /// ```
 pub fn gather(a: &Array, indices: &[Array], axes: &[isize], slice_sizes: &[usize]) -> Result<Array> {
+    gather_slices(a, indices, axes, slice_sizes, false)
+}
+
+/// [`gather`], with the slices spanning every axis not indexed whole when
+/// `whole` (see [`Gather::whole`]).
+fn gather_slices(a: &Array, indices: &[Array], axes: &[isize], slice_sizes: &[usize], whole: bool) -> Result<Array> {
     let op = "gather";
     let axes = index_axes(op, a, indices, axes)?;
     let shape = index_shape(op, indices)?;
@@ -90,7 +96,7 @@ pub fn gather(a: &Array, indices: &[Array], axes: &[isize], slice_sizes: &[usize
         inputs.push(broadcast_to(idx, &shape)?);
     }
     let out_shape: Vec<usize> = shape.iter().chain(slice_sizes).copied().collect();
-    Array::from_primitive(out_shape, a.dtype(), Gather { axes, slice_sizes: slice_sizes.to_vec() }, inputs)
+    Array::from_primitive(out_shape, a.dtype(), Gather { axes, slice_sizes: slice_sizes.to_vec(), whole }, inputs)
 }
 
 /// MLX's `scatter` with the combining rule `op`: `a` with `updates`
@@ -167,7 +173,7 @@ pub fn scatter_min(a: &Array, indices: &[Array], updates: &Array, axes: &[isize]
 pub fn take(a: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     let op = "take";
     let (a, axis) = match axis {
-        None => (reshape_to(a, vec![a.size()])?, 0),
+        None => (super::shaping::flatten(a, 0, -1)?, 0),
         Some(ax) => (a.clone(), resolve_axis(op, ax, a.ndim())?),
     };
     if a.shape()[axis] == 0 && indices.size() > 0 {
@@ -175,12 +181,12 @@ pub fn take(a: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     }
     let mut slice = a.shape().to_vec();
     slice[axis] = 1;
-    let g = gather(&a, std::slice::from_ref(indices), &[axis as isize], &slice)?;
+    let g = gather_slices(&a, std::slice::from_ref(indices), &[axis as isize], &slice, true)?;
     // g is I ++ a.shape (axis of extent 1): drop that axis, then move I to `axis`.
     let ni = indices.ndim();
     let mut shape: Vec<usize> = indices.shape().to_vec();
     shape.extend(a.shape().iter().enumerate().filter(|&(d, _)| d != axis).map(|(_, &n)| n));
-    let g = reshape_to(&g, shape)?;
+    let g = super::shaping::reshape_by(&g, shape, crate::primitives::ShapeRule::Squeeze(vec![ni + axis]))?;
     let perm: Vec<isize> =
         (ni..ni + axis).chain(0..ni).chain(ni + axis..ni + a.ndim() - 1).map(|d| d as isize).collect();
     super::shaping::transpose(&g, Some(&perm))

@@ -9,7 +9,7 @@ use super::shaping::{broadcast_to, concatenate, expand_dims, reshape, reshape_to
 use super::{axis, normalize_axes};
 use crate::array::Array;
 use crate::error::{fmt_shape, Error, Result};
-use crate::primitives::{AsStrided, Contiguous, Depends, OutputSpec, Slice, SliceUpdate};
+use crate::primitives::{AsStrided, BroadcastAgainst, Contiguous, Depends, OutputSpec, Slice, SliceUpdate};
 use crate::shape::{broadcast_shapes, normalize_axis, numel};
 
 /// `a[start:stop:step]` along `ax` (start and stop already clamped to the
@@ -411,7 +411,17 @@ pub fn broadcast_arrays(arrays: &[Array]) -> Result<Vec<Array>> {
             rhs: a.shape().to_vec(),
         })?;
     }
-    arrays.iter().map(|a| broadcast_to(a, &shape)).collect()
+    // Each array is broadcast against the others (not to a fixed shape),
+    // so a shapeless compiled function re-derives the shape on each call.
+    let against = |i: usize, a: &Array| -> Result<Array> {
+        if a.shape() == shape.as_slice() {
+            return Ok(a.clone());
+        }
+        let mut inputs = vec![a.clone()];
+        inputs.extend(arrays.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, b)| b.clone()));
+        Array::from_primitive(shape.clone(), a.dtype(), BroadcastAgainst, inputs)
+    };
+    arrays.iter().enumerate().map(|(i, a)| against(i, a)).collect()
 }
 
 /// Coordinate grids from 1-D coordinate arrays (NumPy's `meshgrid`):

@@ -4,14 +4,14 @@ use super::creation::zeros_like;
 use super::elementwise::{
     abs, add, astype, divide, exp, isinf, log, multiply, sqrt, square, stop_gradient, subtract, where_,
 };
-use super::shaping::{flatten, reshape_to};
+use super::shaping::{flatten, reshape_by, reshape_to, squeeze};
 use super::{axis, normalize_axes};
 use crate::array::Array;
 use crate::backend::{ArgReduceOp, ReduceOp};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
-use crate::primitives::{ArgReduce, LogSumExp, Reduce, Softmax};
+use crate::primitives::{ArgReduce, LogSumExp, Reduce, ShapeRule, Softmax};
 
 /// Resolves `axes` (`None` = all) for a reduction named `op`.
 fn reduce_axes(op: &'static str, a: &Array, axes: Option<&[isize]>) -> Result<Vec<usize>> {
@@ -30,6 +30,12 @@ fn dropped_shape(a: &Array, axes: &[usize]) -> Vec<usize> {
     a.shape().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
 }
 
+/// `out` (a reduction of `a` over `axes`, kept as extent-1 axes) without
+/// those axes: a squeeze, so a shapeless compile re-derives the shape.
+fn drop_axes(out: &Array, a: &Array, axes: &[usize]) -> Result<Array> {
+    reshape_by(out, dropped_shape(a, axes), ShapeRule::Squeeze(axes.to_vec()))
+}
+
 fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = reduce_axes(name, a, axes)?;
     let out_dtype = crate::primitives::reduce_dtype(op, a.dtype());
@@ -39,9 +45,10 @@ fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, k
     let out = if axes.is_empty() {
         // Nothing to reduce: MLX returns the input, dtype included.
         a.clone()
-    } else if axes.iter().all(|&i| a.shape()[i] == 1) {
+    } else if axes.iter().all(|&i| a.shape()[i] == 1) && !crate::transforms::compile::is_tracing_shapeless() {
         // Reducing extents of one changes no value: as MLX, no reduction
-        // enters the graph (so max's gradient through a NaN is 1, not NaN).
+        // enters the graph (so max's gradient through a NaN is 1, not NaN),
+        // unless a shapeless trace may replay it on longer axes.
         astype(a, out_dtype)?
     } else {
         let shape = kept_shape(a, &axes);
@@ -50,7 +57,7 @@ fn reduce(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, k
     if keepdims {
         Ok(out)
     } else {
-        reshape_to(&out, dropped_shape(a, &axes))
+        drop_axes(&out, a, &axes)
     }
 }
 
@@ -95,7 +102,7 @@ fn truth(op: ReduceOp, name: &'static str, a: &Array, axes: Option<&[isize]>, ke
     if keepdims {
         Ok(out)
     } else {
-        reshape_to(&out, dropped_shape(&x, &axes))
+        drop_axes(&out, &x, &axes)
     }
 }
 
@@ -158,7 +165,7 @@ pub(crate) fn logsumexp_or_empty(a: &Array, axes: Option<&[isize]>, keepdims: bo
     if a.size() > 0 && !a.dtype().is_complex() && over_last_axis(a, &resolved) {
         let x = astype(a, a.dtype().at_least_float())?;
         let out = Array::from_primitive(kept_shape(a, &resolved), x.dtype(), LogSumExp, vec![x])?;
-        return if keepdims { Ok(out) } else { reshape_to(&out, dropped_shape(a, &resolved)) };
+        return if keepdims { Ok(out) } else { drop_axes(&out, a, &resolved) };
     }
     let resolved: Vec<isize> = resolved.iter().map(|&i| i as isize).collect();
     let x = astype(a, a.dtype().at_least_float())?;
@@ -170,7 +177,7 @@ pub(crate) fn logsumexp_or_empty(a: &Array, axes: Option<&[isize]>, keepdims: bo
         Ok(out)
     } else {
         let kept: Vec<usize> = resolved.iter().map(|&i| i as usize).collect();
-        reshape_to(&out, dropped_shape(a, &kept))
+        drop_axes(&out, a, &kept)
     }
 }
 
@@ -212,7 +219,7 @@ fn arg_reduce(op: ArgReduceOp, name: &'static str, a: &Array, axis_: Option<isiz
     let out = Array::from_primitive(shape, Dtype::U32, ArgReduce { op, axis: ax }, vec![x.clone()])?;
     match (axis_, keepdims) {
         (Some(_), true) => Ok(out),
-        (Some(_), false) => reshape_to(&out, dropped_shape(&x, &[ax])),
+        (Some(_), false) => drop_axes(&out, &x, &[ax]),
         (None, true) => reshape_to(&out, vec![1; a.ndim()]),
         (None, false) => reshape_to(&out, vec![]),
     }
@@ -240,7 +247,13 @@ pub fn sum_to_shape(x: &Array, shape: &[usize]) -> Result<Array> {
         .map(|i| i as isize)
         .collect();
     let summed = astype(&sum(x, Some(&axes), true)?, x.dtype())?;
-    reshape_to(&summed, shape.to_vec())
+    // Dropping the leading axes by position (not to a fixed shape) keeps
+    // the gradients of a shapeless compiled function shapeless.
+    if lead == 0 {
+        return Ok(summed);
+    }
+    let leading: Vec<isize> = (0..lead as isize).collect();
+    squeeze(&summed, Some(&leading))
 }
 
 /// `exp(a) / sum(exp(a))` over `axes` (all when `None`), computed after

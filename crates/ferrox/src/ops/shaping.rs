@@ -6,7 +6,7 @@ use super::{axis, normalize_axes};
 use crate::array::Array;
 use crate::dtype::Dtype;
 use crate::error::{fmt_shape, Error, Result};
-use crate::primitives::{BroadcastTo, Concatenate, Reshape, Transpose};
+use crate::primitives::{BroadcastTo, Concatenate, Reshape, ShapeRule, Transpose};
 use crate::shape::{broadcast_shapes, numel};
 
 /// `a` with a new shape of the same size; one entry may be -1 (inferred).
@@ -48,15 +48,22 @@ pub fn reshape(a: &Array, shape: &[isize]) -> Result<Array> {
     if numel(&out) != a.size() {
         return Err(bad());
     }
-    reshape_to(a, out)
+    let rule = inferred.first().map_or(ShapeRule::Fixed, |&i| ShapeRule::Infer(i));
+    reshape_by(a, out, rule)
 }
 
 /// Reshape to a fully known shape whose size was checked by the caller.
 pub(crate) fn reshape_to(a: &Array, shape: Vec<usize>) -> Result<Array> {
-    if shape == a.shape() {
+    reshape_by(a, shape, ShapeRule::Fixed)
+}
+
+/// Reshape to `shape` (size checked by the caller), which `rule` derives
+/// from `a`'s shape: what a shapeless compile replays.
+pub(crate) fn reshape_by(a: &Array, shape: Vec<usize>, rule: ShapeRule) -> Result<Array> {
+    if shape == a.shape() && !(crate::transforms::compile::is_tracing_shapeless() && rule != ShapeRule::Fixed) {
         return Ok(a.clone());
     }
-    Array::from_primitive(shape.clone(), a.dtype(), Reshape { shape }, vec![a.clone()])
+    Array::from_primitive(shape.clone(), a.dtype(), Reshape { shape, rule }, vec![a.clone()])
 }
 
 /// Permutes the axes (reverses them when `axes` is `None`).
@@ -128,7 +135,7 @@ pub fn expand_dims(a: &Array, axes: &[isize]) -> Result<Array> {
     for i in 0..out_nd {
         shape.push(if axes.contains(&i) { 1 } else { *src.next().expect("sizes agree") });
     }
-    reshape_to(a, shape)
+    reshape_by(a, shape, ShapeRule::ExpandDims(axes))
 }
 
 /// Removes extent-1 axes: the given ones (each must have extent 1) or all.
@@ -147,7 +154,7 @@ pub fn squeeze(a: &Array, axes: Option<&[isize]>) -> Result<Array> {
         None => (0..a.ndim()).filter(|&i| a.shape()[i] == 1).collect(),
     };
     let shape = a.shape().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-    reshape_to(a, shape)
+    reshape_by(a, shape, ShapeRule::Squeeze(axes))
 }
 
 /// Merges axes `start_axis..=end_axis` into one. As in MLX, negative axes
@@ -172,7 +179,7 @@ pub fn flatten(a: &Array, start_axis: isize, end_axis: isize) -> Result<Array> {
     let mut shape = a.shape()[..s].to_vec();
     shape.push(numel(&a.shape()[s..=e]));
     shape.extend_from_slice(&a.shape()[e + 1..]);
-    reshape_to(a, shape)
+    reshape_by(a, shape, ShapeRule::Flatten(s, e))
 }
 
 /// Joins arrays along an existing axis; dtypes are promoted together.

@@ -9,7 +9,7 @@ use super::elementwise::{astype, broadcast_pair, greater_equal, less, multiply};
 use super::gather::take;
 use super::linalg::matmul;
 use super::math::logical_and;
-use super::shaping::{broadcast_to, expand_dims, reshape_to};
+use super::shaping::{broadcast_to, expand_dims, flatten, reshape_to};
 use crate::array::Array;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
@@ -20,9 +20,14 @@ fn flat_batches(op: &'static str, x: &Array) -> Result<(Array, Array)> {
     if x.ndim() < 2 {
         return Err(Error::invalid(op, "The operands must have at least two dimensions."));
     }
-    let (batch, mat) = x.shape().split_at(x.ndim() - 2);
+    let batch = &x.shape()[..x.ndim() - 2];
     let n: usize = batch.iter().product();
-    let flat = reshape_to(x, vec![n, mat[0], mat[1]])?;
+    // Flattened by axes, not to a fixed shape: shapeless compilation
+    // re-derives the batch from each call's operands.
+    let flat = match x.ndim() {
+        2 => expand_dims(x, &[0])?,
+        nd => flatten(x, 0, nd as isize - 3)?,
+    };
     let all = reshape_to(&arange(0.0, n as f64, 1.0, Dtype::U32)?, batch.to_vec())?;
     Ok((flat, all))
 }

@@ -72,6 +72,21 @@ impl Primitive for Unary {
         let x = &inputs[0];
         Ok(fresh(backend.unary(self.0, &x.storage, &x.layout)?, &outputs[0].shape))
     }
+    fn donor(&self, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Option<usize> {
+        super::donates_to(&inputs[0], &outputs[0]).then_some(0)
+    }
+    fn eval_donated(
+        &self,
+        backend: &dyn Backend,
+        inputs: &mut [ArrayData],
+        _: usize,
+        _: &[OutputSpec],
+    ) -> Result<Vec<ArrayData>> {
+        let x = &mut inputs[0];
+        let layout = x.layout.clone();
+        backend.unary_in_place(self.0, super::donated_storage(x), &layout)?;
+        Ok(vec![x.clone()])
+    }
     /// For complex inputs the vjp follows MLX's (and PyTorch's) convention:
     /// the cotangent times the conjugate derivative, so that for a real loss
     /// the gradient is `dL/dRe(z) + i dL/dIm(z)`. `conj`, `imag` and `abs`
@@ -167,6 +182,23 @@ impl Primitive for Binary {
         let (a, b) = (&inputs[0], &inputs[1]);
         let out = backend.binary(self.0, &a.storage, &broadcast(a, shape), &b.storage, &broadcast(b, shape))?;
         Ok(fresh(out, shape))
+    }
+    fn donor(&self, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Option<usize> {
+        (0..2).find(|&i| super::donates_to(&inputs[i], &outputs[0]))
+    }
+    fn eval_donated(
+        &self,
+        backend: &dyn Backend,
+        inputs: &mut [ArrayData],
+        donor: usize,
+        outputs: &[OutputSpec],
+    ) -> Result<Vec<ArrayData>> {
+        let other = broadcast(&inputs[1 - donor], &outputs[0].shape);
+        let (left, right) = inputs.split_at_mut(1);
+        let (d, o) = if donor == 0 { (&mut left[0], &right[0]) } else { (&mut right[0], &left[0]) };
+        let layout = d.layout.clone();
+        backend.binary_in_place(self.0, super::donated_storage(d), &layout, &o.storage, &other, donor == 0)?;
+        Ok(vec![d.clone()])
     }
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
         if self.0.is_comparison() {

@@ -53,6 +53,9 @@ impl Primitive for Fused {
     fn name(&self) -> &'static str {
         "Compiled"
     }
+    fn label(&self) -> String {
+        self.0.label()
+    }
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         let p = &self.0;
         if inputs.len() != p.inputs.len() {
@@ -117,6 +120,9 @@ impl FusedReduce {
 impl Primitive for FusedReduce {
     fn name(&self) -> &'static str {
         "Compiled"
+    }
+    fn label(&self) -> String {
+        format!("{}{}", self.program.label(), self.reduce.label())
     }
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         let chain = Fused(self.program.clone()).output_specs(inputs)?;

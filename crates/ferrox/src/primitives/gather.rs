@@ -21,6 +21,21 @@ pub struct Gather {
     pub axes: Vec<usize>,
     /// Extent of the slice read at each index position, per axis of `x`.
     pub slice_sizes: Vec<usize>,
+    /// Whether the slices span every axis not indexed whole (`take`'s):
+    /// their extents then follow `x`'s shape, so a shapeless compiled
+    /// function re-derives them on each call.
+    #[serde(default)]
+    pub whole: bool,
+}
+
+impl Gather {
+    /// The slice extents for an `x` of `shape`.
+    pub fn sizes(&self, shape: &[usize]) -> Vec<usize> {
+        if !self.whole || shape.len() != self.slice_sizes.len() {
+            return self.slice_sizes.clone();
+        }
+        (0..shape.len()).map(|d| if self.axes.contains(&d) { self.slice_sizes[d] } else { shape[d] }).collect()
+    }
 }
 
 /// The storage and layout pairs of evaluated index inputs.
@@ -93,15 +108,17 @@ impl Primitive for Gather {
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         let x = inputs.first().ok_or_else(|| super::mismatch("gather", "takes an array to index."))?;
         let mut shape = index_specs("gather", x, &inputs[1..], &self.axes)?;
-        if self.slice_sizes.len() != x.ndim() || self.slice_sizes.iter().zip(x.shape()).any(|(s, d)| s > d) {
-            return Err(super::mismatch("gather", format!("slices {:?} of shape {:?}.", self.slice_sizes, x.shape())));
+        let sizes = self.sizes(x.shape());
+        if sizes.len() != x.ndim() || sizes.iter().zip(x.shape()).any(|(s, d)| s > d) {
+            return Err(super::mismatch("gather", format!("slices {sizes:?} of shape {:?}.", x.shape())));
         }
-        shape.extend_from_slice(&self.slice_sizes);
+        shape.extend_from_slice(&sizes);
         super::one_output(shape, x.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
-        let out = backend.gather(&x.storage, &x.layout, &index_pairs(&inputs[1..]), &self.axes, &self.slice_sizes)?;
+        let sizes = self.sizes(&x.layout.shape);
+        let out = backend.gather(&x.storage, &x.layout, &index_pairs(&inputs[1..]), &self.axes, &sizes)?;
         Ok(fresh(out, &outputs[0].shape))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -117,16 +134,25 @@ impl Primitive for Gather {
             .collect()
     }
     fn jvp(&self, inputs: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        Ok(vec![ops::gather(&tangents[0], &inputs[1..], &isize_axes(&self.axes), &self.slice_sizes)?])
+        let p = Gather { slice_sizes: self.sizes(inputs[0].shape()), ..self.clone() };
+        let mut args = vec![tangents[0].clone()];
+        args.extend_from_slice(&inputs[1..]);
+        let spec = p.output_specs(&args)?.remove(0);
+        Ok(vec![Array::from_primitive(spec.shape, spec.dtype, p, args)?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let b = batch_size(inputs, axes);
+        let mut x_shape = inputs[0].shape().to_vec();
+        if let Some(ax) = axes[0] {
+            x_shape.remove(ax);
+        }
+        let slice_sizes = self.sizes(&x_shape);
         let indices_batched = axes[1..].iter().any(Option::is_some);
         if !indices_batched {
             // Only x is batched: gather the batch axis whole, then bring it to the front.
             let x = batch_front(&inputs[0], axes[0], b)?;
             let shifted: Vec<isize> = self.axes.iter().map(|&d| d as isize + 1).collect();
-            let sizes: Vec<usize> = std::iter::once(b).chain(self.slice_sizes.iter().copied()).collect();
+            let sizes: Vec<usize> = std::iter::once(b).chain(slice_sizes.iter().copied()).collect();
             let out = ops::gather(&x, &inputs[1..], &shifted, &sizes)?;
             let at = out.ndim() - sizes.len();
             return Ok((vec![out], vec![Some(at)]));
@@ -134,7 +160,7 @@ impl Primitive for Gather {
         let indices =
             inputs[1..].iter().zip(&axes[1..]).map(|(idx, &a)| batch_front(idx, a, b)).collect::<Result<Vec<_>>>()?;
         if axes[0].is_none() {
-            let out = ops::gather(&inputs[0], &indices, &isize_axes(&self.axes), &self.slice_sizes)?;
+            let out = ops::gather(&inputs[0], &indices, &isize_axes(&self.axes), &slice_sizes)?;
             return super::batched(out);
         }
         // Both batched: one more index array picks each member's own slice of x.
@@ -144,10 +170,10 @@ impl Primitive for Gather {
         all.extend(indices);
         let mut ax = vec![0isize];
         ax.extend(self.axes.iter().map(|&d| d as isize + 1));
-        let sizes: Vec<usize> = std::iter::once(1).chain(self.slice_sizes.iter().copied()).collect();
+        let sizes: Vec<usize> = std::iter::once(1).chain(slice_sizes.iter().copied()).collect();
         let out = ops::gather(&x, &all, &ax, &sizes)?;
         let mut squeezed = shape.clone();
-        squeezed.extend_from_slice(&self.slice_sizes);
+        squeezed.extend_from_slice(&slice_sizes);
         super::batched(ops::reshape(&out, &isize_axes(&squeezed))?)
     }
 }

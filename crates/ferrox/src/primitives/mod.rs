@@ -48,7 +48,8 @@ pub use scan::Scan;
 pub use softmax::{LogSumExp, Softmax};
 pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
 pub use views::{
-    AsStrided, BroadcastTo, Contiguous, Depends, Identity, Reshape, Slice, SliceUpdate, StopGradient, Transpose, View,
+    AsStrided, BroadcastAgainst, BroadcastTo, Contiguous, Depends, Identity, RefuseGradient, Reshape, ShapeRule, Slice, SliceUpdate,
+    StopGradient, Transpose, View,
 };
 
 use crate::array::{Array, ArrayData};
@@ -80,9 +81,40 @@ pub trait Primitive: Send + Sync + fmt::Debug + PrimitiveIdentity {
     /// The primitive's name (MLX's, where MLX has one).
     fn name(&self) -> &'static str;
 
+    /// How graph drawings (`export_to_dot`) label the node: the name, or
+    /// for compiled nodes the names of their parts as MLX writes them
+    /// (`"CompiledBroadcastMultiplyAdd"`).
+    fn label(&self) -> String {
+        self.name().to_string()
+    }
+
     /// Whether outputs always share their input's buffer (no allocation).
     fn is_view(&self) -> bool {
         false
+    }
+
+    /// The input whose buffer this node can compute its one output into
+    /// (MLX's buffer donation), given the evaluated inputs: one with the
+    /// output's dtype and shape, row-contiguous ([`donates_to`]). The
+    /// scheduler donates it when nothing else holds the input or its
+    /// buffer, and calls [`Primitive::eval_donated`]. `None` by default.
+    fn donor(&self, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Option<usize> {
+        let _ = (inputs, outputs);
+        None
+    }
+
+    /// [`Primitive::eval`] over the buffer of input `donor` (the one
+    /// [`Primitive::donor`] named), which the scheduler made this call's
+    /// alone: `inputs[donor].storage` is its only handle.
+    fn eval_donated(
+        &self,
+        backend: &dyn Backend,
+        inputs: &mut [ArrayData],
+        donor: usize,
+        outputs: &[OutputSpec],
+    ) -> Result<Vec<ArrayData>> {
+        let _ = donor;
+        self.eval(backend, inputs, outputs)
     }
 
     /// Whether derivatives never flow through this node (`stop_gradient`):
@@ -202,6 +234,18 @@ pub(crate) fn constant(value: f64, like: &Array) -> Array {
 /// A freshly computed, row-contiguous output.
 pub(crate) fn fresh(storage: Storage, shape: &[usize]) -> Vec<ArrayData> {
     vec![ArrayData { storage: Arc::new(storage), layout: Layout::contiguous(shape) }]
+}
+
+/// Whether input `x` can give its buffer to an output of `spec`: the same
+/// dtype and shape, and row-contiguous (the output's own order).
+pub(crate) fn donates_to(x: &ArrayData, spec: &OutputSpec) -> bool {
+    x.storage.dtype() == spec.dtype && x.layout.shape == spec.shape && x.layout.is_row_contiguous()
+}
+
+/// The storage of a donated input (see [`Primitive::eval_donated`]),
+/// writable: the scheduler left it no other handle.
+pub(crate) fn donated_storage(x: &mut ArrayData) -> &mut Storage {
+    Arc::get_mut(&mut x.storage).expect("the scheduler donates a buffer nothing else holds")
 }
 
 /// A view: the input's buffer under a new layout (one output).

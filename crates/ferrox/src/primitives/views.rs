@@ -37,11 +37,76 @@ fn isize_shape(shape: &[usize]) -> Vec<isize> {
     shape.iter().map(|&d| d as isize).collect()
 }
 
+/// How a reshape's target follows from its input's shape: what a
+/// shapeless compile replays on inputs of other shapes (as MLX keeps
+/// `reshape`'s -1 and has `Squeeze`/`ExpandDims`/`Flatten` primitives).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub enum ShapeRule {
+    /// The target shape as recorded.
+    #[default]
+    Fixed,
+    /// The recorded shape with this axis inferred from the size (a -1).
+    Infer(usize),
+    /// The input's shape without these (extent-1) axes.
+    Squeeze(Vec<usize>),
+    /// The input's shape with extent-1 axes at these output positions.
+    ExpandDims(Vec<usize>),
+    /// The input's shape with axes `start..=end` merged.
+    Flatten(usize, usize),
+}
+
 /// A new shape with the same number of elements.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reshape {
-    /// The target shape.
+    /// The target shape (for the traced input).
     pub shape: Vec<usize>,
+    /// How the target follows from another input shape.
+    #[serde(default)]
+    pub rule: ShapeRule,
+}
+
+impl Reshape {
+    /// The target shape for an input of shape `input` (per [`ShapeRule`]).
+    fn target(&self, input: &[usize]) -> Result<Vec<usize>> {
+        let size = numel(input);
+        let bad = |what: String| mismatch("reshape", what);
+        let out = match &self.rule {
+            ShapeRule::Fixed => self.shape.clone(),
+            ShapeRule::Infer(i) => {
+                let mut out = self.shape.clone();
+                let known: usize = out.iter().enumerate().filter(|&(j, _)| j != *i).map(|(_, &d)| d).product();
+                if known == 0 || size % known != 0 {
+                    return Err(bad(format!("cannot infer axis {i} of {:?} for {size} elements.", self.shape)));
+                }
+                out[*i] = size / known;
+                out
+            }
+            ShapeRule::Squeeze(axes) => {
+                if axes.iter().any(|&a| input.get(a) != Some(&1)) {
+                    return Err(bad(format!("cannot squeeze axes {axes:?} of shape {input:?}.")));
+                }
+                input.iter().enumerate().filter(|(a, _)| !axes.contains(a)).map(|(_, &d)| d).collect()
+            }
+            ShapeRule::ExpandDims(axes) => {
+                let nd = input.len() + axes.len();
+                let mut src = input.iter();
+                (0..nd).map(|i| if axes.contains(&i) { 1 } else { *src.next().unwrap_or(&1) }).collect()
+            }
+            ShapeRule::Flatten(s, e) => {
+                if *e >= input.len() || s > e {
+                    return Err(bad(format!("cannot flatten axes {s}..={e} of shape {input:?}.")));
+                }
+                let mut out = input[..*s].to_vec();
+                out.push(numel(&input[*s..=*e]));
+                out.extend_from_slice(&input[e + 1..]);
+                out
+            }
+        };
+        if numel(&out) != size {
+            return Err(bad(format!("cannot reshape {size} elements to {out:?}.")));
+        }
+        Ok(out)
+    }
 }
 
 impl Primitive for Reshape {
@@ -51,29 +116,27 @@ impl Primitive for Reshape {
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         arity(self.name(), inputs, 1)?;
         let x = &inputs[0];
-        if numel(&self.shape) != x.size() {
-            return Err(mismatch(self.name(), format!("cannot reshape {} elements to {:?}.", x.size(), self.shape)));
-        }
-        one_output(self.shape.clone(), x.dtype())
+        one_output(self.target(x.shape())?, x.dtype())
     }
     fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
         let x = &inputs[0];
-        if let Some(layout) = x.layout.reshape_view(&self.shape) {
+        let shape = &outputs[0].shape;
+        if let Some(layout) = x.layout.reshape_view(shape) {
             return Ok(view(x, layout));
         }
         let copy = backend.copy(&x.storage, &x.layout, outputs[0].dtype)?;
-        Ok(fresh(copy, &self.shape))
+        Ok(fresh(copy, shape))
     }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
         Ok(vec![ops::reshape(&cotangents[0], &isize_shape(inputs[0].shape()))?])
     }
-    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
-        Ok(vec![ops::reshape(&tangents[0], &isize_shape(&self.shape))?])
+    fn jvp(&self, _: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::reshape(&tangents[0], &isize_shape(outputs[0].shape()))?])
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         let x = super::front(inputs, axes)?;
         let mut shape = vec![x.shape()[0] as isize];
-        shape.extend(isize_shape(&self.shape));
+        shape.extend(isize_shape(&self.target(&x.shape()[1..])?));
         super::batched(ops::reshape(&x, &shape)?)
     }
 }
@@ -196,9 +259,6 @@ impl Primitive for SliceUpdate {
     fn name(&self) -> &'static str {
         "slice_update"
     }
-    fn fixes_input_shapes(&self) -> bool {
-        true
-    }
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         arity(self.name(), inputs, 2)?;
         let (base, update) = (&inputs[0], &inputs[1]);
@@ -292,6 +352,55 @@ impl Primitive for BroadcastTo {
     }
 }
 
+/// The first input broadcast against the shapes of all the inputs (the
+/// others lend only their shapes, as in `broadcast_arrays`): a stride-0
+/// view whose shape follows the inputs, so a shapeless compiled function
+/// re-derives it on every call where [`BroadcastTo`]'s shape is fixed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BroadcastAgainst;
+
+impl Primitive for BroadcastAgainst {
+    fn name(&self) -> &'static str {
+        "broadcast_against"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let x = inputs.first().ok_or_else(|| mismatch(self.name(), "takes at least one input."))?;
+        let mut shape = x.shape().to_vec();
+        for other in &inputs[1..] {
+            shape = crate::shape::broadcast_shapes(&shape, other.shape()).ok_or_else(|| {
+                mismatch(self.name(), format!("Shapes {:?} and {:?} cannot be broadcast.", shape, other.shape()))
+            })?;
+        }
+        one_output(shape, x.dtype())
+    }
+    fn is_view(&self) -> bool {
+        true
+    }
+    fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let layout = inputs[0].layout.broadcast_to(&outputs[0].shape).expect("output_specs checks broadcasting");
+        Ok(view(&inputs[0], layout))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        argnums
+            .iter()
+            .map(|&i| match i {
+                0 => ops::sum_to_shape(&cotangents[0], inputs[0].shape()),
+                _ => ops::zeros_like(&inputs[i]),
+            })
+            .collect()
+    }
+    fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        let mut args = vec![tangents[0].clone()];
+        args.extend_from_slice(&inputs[1..]);
+        Ok(vec![Array::from_primitive(outputs[0].shape().to_vec(), tangents[0].dtype(), self.clone(), args)?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let x = crate::transforms::vmap::all_batched(inputs, axes)?;
+        let spec = self.output_specs(&x)?.remove(0);
+        super::batched(Array::from_primitive(spec.shape, spec.dtype, self.clone(), x)?)
+    }
+}
+
 /// The input with a dense layout: a view when it already has one, a copy
 /// otherwise (MLX's `contiguous`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -328,8 +437,6 @@ impl Primitive for Contiguous {
     }
 }
 
-/// The input's bytes read as another dtype (MLX's `view`); the last axis
-/// scales with the ratio of the element sizes.
 /// The input's bytes reinterpreted as another dtype (the last axis scales
 /// by the ratio of the element sizes).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -431,6 +538,47 @@ impl Primitive for StopGradient {
     }
     fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
         Ok((vec![ops::stop_gradient(&inputs[0])?], vec![axes[0]]))
+    }
+}
+
+/// The first input unchanged, refusing derivatives with respect to the
+/// others (the guarded inputs, which it reads for nothing else): the vjp
+/// for a guarded input raises MLX's ValueError. Quantized products guard
+/// their dequantized weights with the fp modes' scales, which MLX's
+/// products do not differentiate (the scales reach the weights only
+/// through a `stop_gradient`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RefuseGradient {
+    /// What has no gradient, for the message ("scales in mxfp4 quantization").
+    pub what: String,
+}
+
+impl Primitive for RefuseGradient {
+    fn name(&self) -> &'static str {
+        "refuse_gradient"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        let x = inputs.first().ok_or_else(|| mismatch(self.name(), "takes at least one input."))?;
+        one_output(x.shape().to_vec(), x.dtype())
+    }
+    fn is_view(&self) -> bool {
+        true
+    }
+    fn eval(&self, _: &dyn Backend, inputs: &[ArrayData], _: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        Ok(view(&inputs[0], inputs[0].layout.clone()))
+    }
+    fn vjp(&self, _: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        if argnums.iter().any(|&i| i > 0) {
+            return Err(crate::error::Error::invalid("QuantizedMatmul::vjp", format!("no gradient wrt {}.", self.what)));
+        }
+        Ok(argnums.iter().map(|_| cotangents[0].clone()).collect())
+    }
+    fn jvp(&self, _: &[Array], _: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![tangents[0].clone()])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        // Batched, the guard is dropped: only derivatives consult it.
+        Ok((vec![inputs[0].clone()], vec![axes[0]]))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The scheduler: evaluates pending arrays in topological order.
 
 use crate::array::{Array, ArrayData, Recipe};
-use crate::backend::dispatcher;
+use crate::backend::{dispatcher, Backend};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::shape::checked_nbytes;
@@ -71,16 +71,50 @@ pub(crate) fn run(recipe: &Recipe) -> Result<()> {
     }
     let stream = recipe.stream;
     let backend = dispatcher::backend(stream)?;
-    let inputs = recipe.inputs.iter().map(|a| input_on(recipe, a)).collect::<Result<Vec<_>>>()?;
+    let mut inputs = recipe.inputs.iter().map(|a| input_on(recipe, a)).collect::<Result<Vec<_>>>()?;
     let name = recipe.primitive.name();
-    let outputs = recipe.primitive.eval(backend, &inputs, &recipe.outputs).map_err(|e| e.in_op(name))?;
     let keep_recipe = crate::transforms::autodiff::is_tracing();
+    let donor = if keep_recipe { None } else { donate(recipe, backend, &mut inputs) };
+    let outputs = match donor {
+        None => recipe.primitive.eval(backend, &inputs, &recipe.outputs),
+        Some(i) => recipe.primitive.eval_donated(backend, &mut inputs, i, &recipe.outputs).inspect_err(|_| {
+            recipe.inputs[i].restore_data(inputs[i].clone());
+        }),
+    }
+    .map_err(|e| e.in_op(name))?;
     for (node, data) in recipe.sibling_nodes().into_iter().zip(outputs) {
         if let Some(node) = node {
             Array::set_ready(&node, data, keep_recipe);
         }
     }
     Ok(())
+}
+
+/// The input whose buffer the recipe's output takes over (MLX's buffer
+/// donation: a chain of elementwise ops on a temporary reuses one buffer),
+/// made this evaluation's alone. Only an input nothing else refers to (no
+/// array, recipe or view) whose buffer the backend may overwrite is
+/// donated; its node gives up its data, as it would be freed once the
+/// recipe has run anyway.
+fn donate(recipe: &Recipe, backend: &dyn Backend, inputs: &mut [ArrayData]) -> Option<usize> {
+    if recipe.primitive.is_view() || recipe.outputs.len() != 1 {
+        return None;
+    }
+    let i = recipe.primitive.donor(inputs, &recipe.outputs)?;
+    let array = &recipe.inputs[i];
+    // The node's handle on the buffer and ours in `inputs`, nothing else.
+    let unshared = array.is_sole_handle() && Arc::strong_count(&inputs[i].storage) == 2;
+    if !unshared || !backend.can_overwrite(&inputs[i].storage) {
+        return None;
+    }
+    let taken = array.take_data()?;
+    drop(taken);
+    if Arc::strong_count(&inputs[i].storage) == 1 {
+        Some(i)
+    } else {
+        array.restore_data(inputs[i].clone());
+        None
+    }
 }
 
 /// The data of input `a` on the recipe's device. Data from another device is

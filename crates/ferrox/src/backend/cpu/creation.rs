@@ -1,6 +1,7 @@
 //! Kernels that make data from nothing: fill, ranges, identity matrices.
 
 use super::storage::{output_vec, zeroed_vec, CpuBuffer, CpuElement};
+use crate::backend::{integer_range_element, integer_range_terms};
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::Result;
@@ -28,17 +29,22 @@ pub fn full(value: Scalar, dtype: Dtype, n: usize) -> Result<CpuBuffer> {
     Ok(typed_buffer!(dtype, make(value, n)))
 }
 
-/// `start + i * step` for i in 0..n, computed in f64 and cast.
+/// `start + i * step` for i in 0..n: computed in f64 and cast for inexact
+/// dtypes; for integer dtypes with MLX's wrapping terms
+/// ([`integer_range_terms`]).
 pub fn arange(start: f64, step: f64, n: usize, dtype: Dtype) -> Result<CpuBuffer> {
-    fn make<T: CpuElement>(start: f64, step: f64, n: usize) -> Result<Vec<T>> {
+    fn make<T: CpuElement>(start: f64, step: f64, n: usize, dtype: Dtype) -> Result<Vec<T>> {
         let mut out = output_vec::<T>(n)?;
-        out.par_iter_mut()
-            .with_min_len(1 << 14)
-            .enumerate()
-            .for_each(|(i, o)| *o = T::from_scalar(Scalar::Float(start + i as f64 * step)));
+        let it = out.par_iter_mut().with_min_len(1 << 14).enumerate();
+        if dtype.is_integer() {
+            let (first, step) = integer_range_terms(start, step, dtype);
+            it.for_each(|(i, o)| *o = T::from_scalar(Scalar::Int(integer_range_element(first, step, i))));
+        } else {
+            it.for_each(|(i, o)| *o = T::from_scalar(Scalar::Float(start + i as f64 * step)));
+        }
         Ok(out)
     }
-    Ok(typed_buffer!(dtype, make(start, step, n)))
+    Ok(typed_buffer!(dtype, make(start, step, n, dtype)))
 }
 
 /// An `n × m` matrix with ones on diagonal `k` (above the main one for k > 0).

@@ -4,7 +4,9 @@
 
 use super::out::{filled_buffer, Out};
 use super::storage::{output_vec, CpuBuffer, CpuElement};
-use super::strided::{fill_strided, map1_at, map2_at, map_contiguous, simd_level, zip_contiguous};
+use super::strided::{
+    fill_strided, map1_at, map2_at, map_contiguous, map_in_place, simd_level, zip_contiguous, zip_in_place,
+};
 use crate::backend::{BinaryOp, UnaryOp};
 use crate::dtype::Dtype;
 use crate::element::{BitsElement, Element, FloatElement, RealFloatElement};
@@ -49,6 +51,74 @@ pub fn map_unary_into<T: CpuElement, U: CpuElement>(
             }
         });
     }
+}
+
+/// `f` with its result read as its argument's type, when the two are one
+/// type (in-place kernels need it; `None` otherwise).
+fn keeping_type<T: CpuElement, U: CpuElement>(f: impl Fn(T) -> U + Sync + Copy) -> Option<impl Fn(T) -> T + Sync + Copy> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>()).then_some(move |x: T| {
+        let u = f(x);
+        // SAFETY: T and U are the same type (checked above).
+        unsafe { std::mem::transmute_copy::<U, T>(&u) }
+    })
+}
+
+/// The error for an in-place kernel asked to change the element type or to
+/// write memory ferrox does not own (the scheduler checks both first).
+fn not_in_place(op: &'static str) -> Error {
+    Error::invalid(op, "internal error: this buffer cannot be overwritten in place")
+}
+
+/// [`map_unary`] written over `v`, whose elements `l` (row-contiguous)
+/// selects; the element type is kept.
+pub fn map_unary_in_place<T: CpuElement, U: CpuElement>(
+    op: &'static str,
+    v: &mut super::HostVec<T>,
+    l: &Layout,
+    f: impl Fn(T) -> U + Sync + Copy,
+) -> Result<()> {
+    let (Some(g), Some(data)) = (keeping_type(f), v.owned_mut()) else { return Err(not_in_place(op)) };
+    map_in_place(&mut data[l.offset..l.offset + l.size()], g);
+    Ok(())
+}
+
+/// [`map_binary`] written over the donor operand `v` (row-contiguous `ld`,
+/// the output's shape), the other operand `b` read through `lb`; `f`'s
+/// arguments in the op's order (`donor_is_lhs`).
+#[allow(clippy::too_many_arguments)]
+pub fn map_binary_in_place<T: CpuElement, U: CpuElement>(
+    op: &'static str,
+    v: &mut super::HostVec<T>,
+    ld: &Layout,
+    b: &[T],
+    lb: &Layout,
+    donor_is_lhs: bool,
+    f: impl Fn(T, T) -> U + Sync + Copy,
+) -> Result<()> {
+    let ordered = move |x: T, y: T| if donor_is_lhs { f(x, y) } else { f(y, x) };
+    let (Some(_), Some(data)) = (keeping_type(|x: T| ordered(x, x)), v.owned_mut()) else {
+        return Err(not_in_place(op));
+    };
+    // SAFETY: T and U are the same type (checked just above).
+    let g = move |x: T, y: T| unsafe { std::mem::transmute_copy::<U, T>(&ordered(x, y)) };
+    let n = ld.size();
+    let d = &mut data[ld.offset..ld.offset + n];
+    if n == 0 {
+        return Ok(());
+    }
+    if lb.is_row_contiguous() {
+        zip_in_place(d, &b[lb.offset..lb.offset + n], g);
+    } else if lb.reads_one_element() {
+        let s = b[lb.offset];
+        map_in_place(d, |x| g(x, s));
+    } else {
+        fill_strided(&lb.shape, [&lb.strides], [lb.offset], d, |o, [bb], [sb]| {
+            for (j, o) in o.iter_mut().enumerate() {
+                *o = g(*o, b[(bb + j as isize * sb) as usize]);
+            }
+        });
+    }
+    Ok(())
 }
 
 /// `f(a, b)` for every pair of elements; both layouts have the output shape.
@@ -350,6 +420,13 @@ macro_rules! unary_to_out {
     }};
 }
 
+/// A unary arm's kernel over its own (donated) buffer.
+macro_rules! unary_over_input {
+    ($v:ident, $f:path, $op:ident, $l:ident) => {
+        map_unary_in_place($op.name(), $v, $l, $f)
+    };
+}
+
 /// A unary arm's [`RunKernel`].
 macro_rules! unary_to_run {
     ($v:ident, $f:path) => {
@@ -375,6 +452,13 @@ macro_rules! cpu_unary {
         /// [`unary`] into `out` (of the op's output dtype, `l.size()` elements).
         pub fn unary_into(op: UnaryOp, x: &CpuBuffer, l: &Layout, out: Out) -> Result<()> {
             $(unary_arm!($kind, $name, $Var, op, x, unary_to_out(l, out));)*
+            unreachable!("every unary op has a row")
+        }
+
+        /// [`unary`] written over `x` (a donated buffer ferrox owns; `l`
+        /// row-contiguous, the op keeping the dtype).
+        pub fn unary_in_place(op: UnaryOp, x: &mut CpuBuffer, l: &Layout) -> Result<()> {
+            $(unary_arm!($kind, $name, $Var, op, x, unary_over_input(op, l));)*
             unreachable!("every unary op has a row")
         }
 
@@ -449,6 +533,13 @@ macro_rules! binary_to_out {
         map_binary_into($va, $la, $vb, $lb, $out.typed()?, $f);
         Ok(())
     }};
+}
+
+/// A binary arm's kernel over the donor operand's own buffer.
+macro_rules! binary_over_input {
+    ($va:ident, $vb:ident, $f:expr, $op:ident, $ld:ident, $lb:ident, $lhs:ident) => {
+        map_binary_in_place($op.name(), $va, $ld, $vb, $lb, $lhs, $f)
+    };
 }
 
 /// A binary arm's [`RunKernel`].
@@ -545,6 +636,21 @@ macro_rules! cpu_binary {
                 return super::scalar_divide::divide_by_scalar_into(a, la, b, lb, out);
             }
             $(binary_arm!($kind, $name, $Var, op, a, b, binary_to_out(la, lb, out));)*
+            unreachable!("every binary op has a row")
+        }
+
+        /// [`binary`] written over the donor operand `d` (a donated buffer
+        /// ferrox owns; `ld` row-contiguous with the output's shape, the op
+        /// keeping the dtype); `other` is the operand read through `lo`.
+        pub fn binary_in_place(
+            op: BinaryOp,
+            d: &mut CpuBuffer,
+            ld: &Layout,
+            other: &CpuBuffer,
+            lo: &Layout,
+            donor_is_lhs: bool,
+        ) -> Result<()> {
+            $(binary_arm!($kind, $name, $Var, op, d, other, binary_over_input(op, ld, lo, donor_is_lhs));)*
             unreachable!("every binary op has a row")
         }
 

@@ -51,6 +51,14 @@ fn host(s: &Storage) -> &CpuBuffer {
     }
 }
 
+fn host_mut(s: &mut Storage) -> &mut CpuBuffer {
+    match s {
+        Storage::Cpu(c) => c.buffer_mut(),
+        #[cfg(feature = "cuda")]
+        Storage::Cuda(_) => unreachable!("the scheduler donates only buffers on the kernel's device"),
+    }
+}
+
 fn wrap(b: CpuBuffer) -> Result<Storage> {
     Ok(Storage::Cpu(CpuStorage::new(b)))
 }
@@ -99,6 +107,26 @@ impl Backend for CpuBackend {
 
     fn binary(&self, op: BinaryOp, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
         wrap(elementwise::binary(op, host(a), la, host(b), lb)?)
+    }
+
+    fn can_overwrite(&self, x: &Storage) -> bool {
+        matches!(x, Storage::Cpu(c) if !c.is_foreign())
+    }
+
+    fn unary_in_place(&self, op: UnaryOp, x: &mut Storage, layout: &Layout) -> Result<()> {
+        elementwise::unary_in_place(op, host_mut(x), layout)
+    }
+
+    fn binary_in_place(
+        &self,
+        op: BinaryOp,
+        donor: &mut Storage,
+        ld: &Layout,
+        other: &Storage,
+        lo: &Layout,
+        donor_is_lhs: bool,
+    ) -> Result<()> {
+        elementwise::binary_in_place(op, host_mut(donor), ld, host(other), lo, donor_is_lhs)
     }
 
     fn select(

@@ -476,6 +476,12 @@ impl CpuStorage {
         self.buffer.is_foreign()
     }
 
+    /// The buffer, writable (in-place kernels over a donated buffer; its
+    /// size and so the memory accounting do not change).
+    pub fn buffer_mut(&mut self) -> &mut CpuBuffer {
+        &mut self.buffer
+    }
+
     /// Bytes the memory accounting counts: none for foreign memory.
     fn owned_nbytes(&self) -> usize {
         if self.is_foreign() {

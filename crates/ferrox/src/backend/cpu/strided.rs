@@ -107,6 +107,47 @@ pub fn map_contiguous<T: Copy + Sync, U: Send>(x: &[T], out: &mut [U], f: impl F
     }
 }
 
+/// Elements per stack copy of the in-place maps: small enough for L1.
+const IN_PLACE_CHUNK: usize = 256;
+
+/// `v[i] = f(v[i])` in place (a donated buffer), with the vector code of
+/// [`map_contiguous`]: each short run is copied to the stack and mapped
+/// back, so the kernels never read and write one slice at once.
+pub fn map_in_place<T: Copy + Send + Sync + bytemuck::Zeroable>(v: &mut [T], f: impl Fn(T) -> T + Sync) {
+    let serial = |o: &mut [T]| {
+        let mut tmp = [T::zeroed(); IN_PLACE_CHUNK];
+        for run in o.chunks_mut(IN_PLACE_CHUNK) {
+            let t = &mut tmp[..run.len()];
+            t.copy_from_slice(run);
+            simd_dispatch::map1(t, run, &f);
+        }
+    };
+    if v.len() >= PARALLEL_THRESHOLD {
+        v.par_chunks_mut(chunk_len(v.len())).for_each(serial);
+    } else {
+        serial(v);
+    }
+}
+
+/// `v[i] = f(v[i], b[i])` in place over contiguous slices of one length
+/// (see [`map_in_place`]).
+pub fn zip_in_place<T: Copy + Send + Sync + bytemuck::Zeroable>(v: &mut [T], b: &[T], f: impl Fn(T, T) -> T + Sync) {
+    let serial = |o: &mut [T], b: &[T]| {
+        let mut tmp = [T::zeroed(); IN_PLACE_CHUNK];
+        for (run, b) in o.chunks_mut(IN_PLACE_CHUNK).zip(b.chunks(IN_PLACE_CHUNK)) {
+            let t = &mut tmp[..run.len()];
+            t.copy_from_slice(run);
+            simd_dispatch::map2(t, b, run, &f);
+        }
+    };
+    if v.len() >= PARALLEL_THRESHOLD {
+        let chunk = chunk_len(v.len());
+        v.par_chunks_mut(chunk).zip(b.par_chunks(chunk)).for_each(|(o, b)| serial(o, b));
+    } else {
+        serial(v, b);
+    }
+}
+
 /// `out[i] = f(a[i], b[i])` over contiguous slices (see [`map_contiguous`]).
 pub fn zip_contiguous<T: Copy + Sync, U: Send>(a: &[T], b: &[T], out: &mut [U], f: impl Fn(T, T) -> U + Sync) {
     let serial = |a: &[T], b: &[T], o: &mut [U]| simd_dispatch::map2(a, b, o, &f);

@@ -229,6 +229,16 @@ impl DeviceBuffer {
         &self.home
     }
 
+    /// Whether kernels on `stream` may overwrite this buffer in place: ferrox
+    /// owns it, `stream` wrote it and no other stream has read it, and no
+    /// graph capture is under way (captured graphs keep their buffers).
+    pub(crate) fn overwritable_on(&self, stream: &GpuStream) -> bool {
+        self.foreign.is_none()
+            && self.home.index == stream.index
+            && self.readers.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+            && !CAPTURING.load(Ordering::SeqCst)
+    }
+
     /// Orders `consumer` after the writer of this buffer and remembers it as
     /// a reader, so that freeing waits for it.
     pub(crate) fn read_on(&self, consumer: &Arc<GpuStream>) -> Result<()> {

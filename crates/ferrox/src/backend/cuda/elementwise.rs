@@ -46,14 +46,27 @@ fn grid_dense(n: usize, per: usize) -> Result<(u32, u32, u32)> {
 
 /// `op` over the elements `l` selects.
 pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout) -> Result<CudaStorage> {
+    let out = CudaStorage::alloc(op.kind().kernel_output(x.dtype()), l.size(), s)?;
+    unary_to(s, op, x, l, out.ptr_at(0))?;
+    Ok(out)
+}
+
+/// [`unary`] written over `x` (a donated buffer; `l` row-contiguous, the
+/// op keeping the dtype): each element is read by the thread that then
+/// writes it.
+pub(crate) fn unary_in_place(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout) -> Result<()> {
+    unary_to(s, op, x, l, x.ptr_at(l.offset))
+}
+
+/// [`unary`] into the row-contiguous elements at `out`.
+fn unary_to(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout, out: sys::CUdeviceptr) -> Result<()> {
     let dt = x.dtype();
     let n = l.size();
-    let out = CudaStorage::alloc(op.kind().kernel_output(dt), n, s)?;
     if n == 0 {
-        return Ok(out);
+        return Ok(());
     }
     let module = Module::Unary(op, dt);
-    let args = Args::new().arg(x.ptr_at(l.offset)).arg(out.ptr_at(0)).arg(n as i64);
+    let args = Args::new().arg(x.ptr_at(l.offset)).arg(out).arg(n as i64);
     if l.is_row_contiguous() {
         // Heavy math in half or double precision keeps threads busy long
         // enough that fewer, looping blocks win (measured on an H200); f32
@@ -67,7 +80,7 @@ pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout
         let st = Strided::new(op.name(), &l.shape, [&l.strides])?;
         launch_in(module, &format!("{}_strided", op.name()), grid1(n, 1)?, (BLOCK, 1, 1), s, args.arg(st))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// One operand of a binary op: device data, or a single host element
@@ -130,15 +143,50 @@ pub(crate) fn binary(
         let (xb, lb) = b.on_device(&ub, lb);
         return binary(s, op, dt, Operand::Device(xa), &la, Operand::Device(xb), &lb);
     }
+    let out = CudaStorage::alloc(op.kind().kernel_output(dt), la.size(), s)?;
+    binary_to(s, op, dt, a, la, b, lb, out.ptr_at(0))?;
+    Ok(out)
+}
+
+/// [`binary`] written over the donor operand (a device buffer nothing else
+/// holds; its layout row-contiguous with the output's shape, the op
+/// keeping the dtype): each element is read by the thread that then
+/// writes it.
+pub(crate) fn binary_in_place(
+    s: &Arc<GpuStream>,
+    op: BinaryOp,
+    dt: Dtype,
+    a: Operand,
+    la: &Layout,
+    b: Operand,
+    lb: &Layout,
+    donor_is_lhs: bool,
+) -> Result<()> {
+    let (donor, ld) = if donor_is_lhs { (a, la) } else { (b, lb) };
+    let Operand::Device(d) = donor else { unreachable!("a donated operand is device data") };
+    // A host operand needs no upload: the donor is row-contiguous.
+    binary_to(s, op, dt, a, la, b, lb, d.ptr_at(ld.offset))
+}
+
+/// [`binary`] into the row-contiguous elements at `o`; at most one operand
+/// is a host scalar, and only against a row-contiguous device operand.
+#[allow(clippy::too_many_arguments)]
+fn binary_to(
+    s: &Arc<GpuStream>,
+    op: BinaryOp,
+    dt: Dtype,
+    a: Operand,
+    la: &Layout,
+    b: Operand,
+    lb: &Layout,
+    o: sys::CUdeviceptr,
+) -> Result<()> {
     let n = la.size();
-    let out_dt = op.kind().kernel_output(dt);
-    let out = CudaStorage::alloc(out_dt, n, s)?;
     if n == 0 {
-        return Ok(out);
+        return Ok(());
     }
     let name = op.name();
     let per = per_thread(dt);
-    let o = out.ptr_at(0);
     let (variant, args, grid) = match (a, b) {
         (Operand::Device(x), Operand::Device(y)) => {
             let (pa, pb) = (x.ptr_at(la.offset), y.ptr_at(lb.offset));
@@ -163,7 +211,7 @@ pub(crate) fn binary(
         (Operand::Host(_), Operand::Host(_)) => unreachable!("uploaded above"),
     };
     launch_in(Module::Binary(op, dt), &format!("{name}_{variant}"), grid, (BLOCK, 1, 1), s, args)?;
-    Ok(out)
+    Ok(())
 }
 
 /// `n` copies of one element.

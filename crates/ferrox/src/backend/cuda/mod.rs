@@ -305,6 +305,29 @@ impl Backend for CudaBackend {
         wrap(elementwise::binary(&self.stream, op, dt, oa, la, ob, lb)?)
     }
 
+    fn can_overwrite(&self, x: &Storage) -> bool {
+        device_of(x).is_some_and(|c| c.buffer().overwritable_on(&self.stream))
+    }
+
+    fn unary_in_place(&self, op: UnaryOp, x: &mut Storage, layout: &Layout) -> Result<()> {
+        elementwise::unary_in_place(&self.stream, op, self.input(x)?, layout)
+    }
+
+    fn binary_in_place(
+        &self,
+        op: BinaryOp,
+        donor: &mut Storage,
+        ld: &Layout,
+        other: &Storage,
+        lo: &Layout,
+        donor_is_lhs: bool,
+    ) -> Result<()> {
+        let dt = donor.dtype();
+        let (d, o) = (self.operand(donor, ld)?, self.operand(other, lo)?);
+        let (a, la, b, lb) = if donor_is_lhs { (d, ld, o, lo) } else { (o, lo, d, ld) };
+        elementwise::binary_in_place(&self.stream, op, dt, a, la, b, lb, donor_is_lhs)
+    }
+
     fn select(
         &self,
         cond: &Storage,

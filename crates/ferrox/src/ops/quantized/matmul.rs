@@ -17,7 +17,13 @@ fn dequantize_for_product(
 ) -> Result<Array> {
     match (mode, biases) {
         (QuantizationMode::Affine, Some(b)) => affine_dequantize(w, scales, b, gs, bits),
-        _ => astype(&fp_dequantize(w, scales, gs, bits, mode, dtype, global)?, dtype),
+        _ => {
+            let deq = astype(&fp_dequantize(w, scales, gs, bits, mode, dtype, global)?, dtype)?;
+            // As MLX's products, no gradient for the fp modes' scales.
+            let what = format!("scales in {} quantization", mode.name());
+            let guard = crate::primitives::RefuseGradient { what };
+            Array::from_primitive(deq.shape().to_vec(), deq.dtype(), guard, vec![deq.clone(), scales.clone()])
+        }
     }
 }
 
@@ -33,9 +39,9 @@ fn dequantize_for_product(
 /// The dequantized weights equal MLX's kernels' values exactly; the sum
 /// over the inner dimension is `matmul`'s, so results differ from MLX's CPU
 /// kernels by float rounding (MLX accumulates group by group). Gradients
-/// flow to `x` and, for affine, to the scales and biases (as MLX's);
-/// `w` (and the uint8 scales of the fp modes) get zero gradients where MLX
-/// raises. vmap works (MLX has no batching rule for this op).
+/// flow to `x` and, for affine, to the scales and biases (as MLX's); the
+/// fp modes' scales raise a ValueError as MLX's do; `w` gets a zero
+/// gradient where MLX raises. vmap works (MLX has no batching rule for this op).
 ///
 /// ```
 /// use ferrox::{ops, Array, Dtype};

@@ -7,13 +7,14 @@
 //! scalars) among a group's inputs are recorded in its program
 //! (`known_scalars`), so a backend can build them into the kernel. A group
 //! (even of one node) whose only reader is a [`Reduce`] of its last member
-//! becomes one [`FusedReduce`] node with that reduction.
+//! becomes one [`FusedReduce`] node with that reduction. A group reads an
+//! explicit broadcast to its shape through, from the broadcast's source.
 
 use super::tape::{host_scalar_bytes, Ref, Tape, TapeNode};
 use crate::array::Array;
 use crate::backend::fused::{FusedOp, FusedProgram, FusedStep, Operand};
 use crate::dtype::Dtype;
-use crate::primitives::{AsType, Binary, Fused, FusedReduce, OutputSpec, Primitive, Reduce, Select, Unary};
+use crate::primitives::{AsType, Binary, BroadcastTo, Fused, FusedReduce, OutputSpec, Primitive, Reduce, Select, Unary};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -124,6 +125,7 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
             continue; // emitted with the group's last member
         }
         let mut inputs: Vec<Ref> = Vec::new();
+        let mut broadcast_inputs: Vec<bool> = Vec::new();
         let mut input_index: HashMap<Ref, usize> = HashMap::new();
         let mut steps = Vec::new();
         let mut step_of: HashMap<usize, usize> = HashMap::new();
@@ -137,11 +139,16 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
                 .map(|&r| match r {
                     Ref::Node(p, 0) if members.contains(&p) => Operand::Step(step_of[&p]),
                     _ => {
-                        let r = remap(r, &map);
+                        // An explicit broadcast to the group's shape is read
+                        // through: inputs are read broadcast anyway.
+                        let source = broadcast_source(tape, r, node);
+                        let r = remap(source.unwrap_or(r), &map);
                         let i = *input_index.entry(r).or_insert_with(|| {
                             inputs.push(r);
+                            broadcast_inputs.push(false);
                             inputs.len() - 1
                         });
+                        broadcast_inputs[i] |= source.is_some();
                         Operand::Input(i)
                     }
                 })
@@ -167,7 +174,7 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
                 _ => None,
             })
             .collect();
-        let program = FusedProgram { inputs: input_dtypes, steps, outputs, known_scalars };
+        let program = FusedProgram { inputs: input_dtypes, steps, outputs, known_scalars, broadcast_inputs };
         let index = out.nodes.len();
         if let (true, Some((r, reduce))) = (exported == [k], final_reduction(tape, &consumers, k)) {
             // The group's one value is only reduced: one node computes both.
@@ -189,6 +196,16 @@ fn rebuild(tape: &Tape, groups: &[BTreeSet<usize>], group_of: &[Option<usize>], 
     }
     out.outputs = tape.outputs.iter().map(|&r| remap(r, &map)).collect();
     out
+}
+
+/// The source of `r` when `r` is a [`BroadcastTo`] to the shape of the
+/// group ending at `last`, on its stream.
+fn broadcast_source(tape: &Tape, r: Ref, last: &TapeNode) -> Option<Ref> {
+    let Ref::Node(p, 0) = r else { return None };
+    let producer = &tape.nodes[p];
+    let is_broadcast = producer.primitive.as_any().is::<BroadcastTo>();
+    (is_broadcast && producer.stream == last.stream && producer.outputs[0].shape == last.outputs[0].shape)
+        .then(|| producer.inputs[0])
 }
 
 /// The bits of a one-element host constant (little-endian, zero-extended;

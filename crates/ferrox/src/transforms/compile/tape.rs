@@ -76,6 +76,9 @@ impl Drop for ShapelessGuard {
 /// With `shapeless`, primitives whose parameters hold the traced shapes
 /// are refused.
 pub(crate) fn trace(fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>, args: &[Array], shapeless: bool) -> Result<Tape> {
+    // Inside another transform the arguments are that transform's tracers,
+    // which a closure may legitimately share (MLX runs the function plainly then).
+    let nested = crate::transforms::autodiff::is_tracing() || super::is_recording();
     let _recording = super::RecordingGuard::new();
     let _shapeless = ShapelessGuard::new(shapeless);
     let placeholders = args
@@ -92,6 +95,16 @@ pub(crate) fn trace(fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>, args: &[Array]
     let mut refs: HashMap<usize, Ref> =
         placeholders.iter().enumerate().map(|(i, a)| (a.node_key(), Ref::Input(i))).collect();
     let order = crate::transforms::eval::pending_recipes(&outputs, |a| refs.contains_key(&a.node_key()));
+    // The arguments themselves (not their placeholders) reached from the
+    // outputs: the function read an argument through a closure, and the
+    // trace would bake in this call's value (MLX refuses this too).
+    let originals: HashSet<usize> = args.iter().map(Array::node_key).collect();
+    let reads_original = !nested
+        && (order.iter().any(|r| r.inputs.iter().any(|a| originals.contains(&a.node_key())))
+            || outputs.iter().any(|a| originals.contains(&a.node_key())));
+    if reads_original {
+        return Err(Error::invalid(OP, "Attempting to compile a function with uncaptured inputs is not allowed."));
+    }
     let input_specs = args.iter().map(OutputSpec::of).collect();
     let mut tape = Tape { input_specs, constants: Vec::new(), nodes: Vec::new(), outputs: Vec::new() };
     let mut constants: HashMap<usize, usize> = HashMap::new();

@@ -7,6 +7,9 @@
 //   arange(T* out, long long n, double start, double step)
 //       out[i] = cast(start + (double)i * step), rounded as f64 multiply then
 //       add, cast with from_scalar(Scalar::Float) semantics.
+//   arange_int(T* out, long long n, long long first, long long step)
+//       integer T only: out[i] = the low bits of first + i * step in
+//       wrapping 64-bit arithmetic (MLX's terms: backend/integer_range.rs).
 //   eye(T* out, long long n, long long m, long long k)
 //       the n x m matrix with ones where j - i == k, zeros elsewhere.
 
@@ -36,6 +39,16 @@ extern "C" __global__ void arange(T* out, long long n, double start, double step
         out[i] = TDt::from_f64(__dadd_rn(start, __dmul_rn((double)i, step)));
     }
 }
+
+#if FX_IS_INT
+extern "C" __global__ void arange_int(T* out, long long n, long long first, long long step) {
+    const long long nth = fx_thread_count();
+#pragma unroll 1
+    for (long long i = fx_thread_id(); i < n; i += nth) {
+        out[i] = (T)((unsigned long long)first + (unsigned long long)i * (unsigned long long)step);
+    }
+}
+#endif
 
 extern "C" __global__ void eye(T* out, long long n, long long m, long long k) {
     const T one = fx_from_c(fx_one()), zero = fx_from_c(fx_zero());
