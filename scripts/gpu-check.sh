@@ -25,6 +25,9 @@
 # (e.g. "-k gpu", the GPU runs only, or -k with a few test modules' names) across calls, or keep
 # FERROX_KERNEL_CACHE on a disk that survives between runs.
 #
+# GPU_CHECK_JOBS=N runs the test files in N pytest processes at once (the
+# GPU machine's cores compile the cold cache's kernels in parallel).
+#
 # Set GPU_CHECK_SKIP_TESTS=1, GPU_CHECK_SKIP_MEMCHECK=1 or GPU_CHECK_SKIP_BENCH=1
 # to leave a part out,
 # PYTEST_ARGS to pass extra pytest arguments and GPU_BENCH_ARGS to pass
@@ -70,8 +73,31 @@ PY
 status=0
 if [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
     t0=$(date +%s)
-    python3 -m pytest python/tests -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.log"
-    status=${PIPESTATUS[0]}
+    jobs=${GPU_CHECK_JOBS:-1}
+    if [ "$jobs" -le 1 ]; then
+        python3 -m pytest python/tests -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.log"
+        status=${PIPESTATUS[0]}
+    else
+        # The test files dealt round-robin to $jobs pytest processes sharing
+        # the GPU and the kernel cache (NVRTC's compiles, the cold suite's
+        # cost, then run on that many cores).
+        files=(python/tests/test_*.py)
+        pids=()
+        for ((j = 0; j < jobs; j++)); do
+            part=()
+            for ((i = j; i < ${#files[@]}; i += jobs)); do part+=("${files[$i]}"); done
+            [ ${#part[@]} -gt 0 ] || continue
+            python3 -m pytest "${part[@]}" -q -p no:cacheprovider ${PYTEST_ARGS:-} >"$OUT/pytest.$j.log" 2>&1 &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do
+            wait "$pid" || status=1
+        done
+        for log in "$OUT"/pytest.*.log; do
+            grep -E "^(FAILED|ERROR)" "$log"
+            tail -n 1 "$log"
+        done | tee "$OUT/pytest.log"
+    fi
     echo "pytest: exit $status in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.log"
 fi
 # compute-sanitizer's memcheck over the GPU runs of the fused-kernel tests:

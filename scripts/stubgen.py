@@ -128,6 +128,7 @@ PARSERS = {
     "on_stream": STREAM,
     "stream_arg": STREAM,
     "kernel_stream": STREAM,
+    "metal_stream": STREAM,
     "synchronize": "Stream | None",
     "device_arg": "Device | DeviceType",
     "axes": f"{INTS} | None",

@@ -14,16 +14,17 @@ class CudaKernel:
     def __call__(self, /, *, inputs: Sequence[_ArrayLike], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[Dtype], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, bool | int | Dtype]] | None = ..., init_value: float | None = ..., verbose: bool = ..., stream: Stream | Device | DeviceType | None = ...) -> list[array]: ...
     def __repr__(self, /) -> str: ...
 
-class MissingBackendKernel:
-    """A custom kernel for a back-end ferrox does not have: calling it raises."""
-    def __call__(self, /, *_args: Any, **_kwargs: Any) -> None: ...
+class MetalKernel:
+    """A custom Metal kernel made by `metal_kernel`. ferrox has no Metal back-end: as in MLX's builds without Metal, calling it (with `cuda_kernel`'s keyword arguments) raises `RuntimeError`, except while `export_function` traces a function, where the call is recorded (on the GPU only: another `stream` raises `ValueError`) and the imported function raises when run."""
+    def __call__(self, /, *, inputs: Sequence[_ArrayLike], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[Dtype], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, bool | int | Dtype]] | None = ..., init_value: float | None = ..., verbose: bool = ..., stream: Stream | Device | DeviceType | None = ...) -> list[array]: ...
+    def __repr__(self, /) -> str: ...
 
 def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = ..., ensure_row_contiguous: bool = ..., shared_memory: int = ...) -> CudaKernel:
     """A custom CUDA kernel from a body (MLX's `fast.cuda_kernel`): `source` is the body of a CUDA function whose signature ferrox writes from `input_names` (`const T* name` each, with `name_shape`, `name_strides` and `name_ndim` parameters when the body mentions them) and `output_names` (`T* name` each); `header` goes before it (helpers, declarations); `ensure_row_contiguous` copies strided inputs first; `shared_memory` is the dynamic shared memory in bytes. NVRTC compiles the kernel when it first runs; calling the result runs it on the GPU."""
 def layer_norm(x: _ArrayLike, weight: _ArrayLike | None, bias: _ArrayLike | None, eps: float, *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Layer normalization over the last axis of `x`: `(x - mean) * rsqrt(var + eps) * weight + bias`; `weight` and `bias` (one-dimensional, the last axis's size) may be `None`."""
-def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = ..., ensure_row_contiguous: bool = ..., atomic_outputs: bool = ..., compile_options: dict[str, str] | None = ...) -> MissingBackendKernel:
-    """A custom Metal kernel (MLX's signature). ferrox has no Metal back-end: the returned callable raises `RuntimeError` when called, as MLX's Linux build does."""
+def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = ..., ensure_row_contiguous: bool = ..., atomic_outputs: bool = ..., compile_options: dict[str, str] | None = ...) -> MetalKernel:
+    """A custom Metal kernel (MLX's signature). ferrox has no Metal back-end: the returned callable raises `RuntimeError` when called, as MLX's builds without Metal do, except under `export_function`, which records it."""
 def precompiled_cuda_kernel(*, name: str, compiled_source: Sequence[int], inputs: Sequence[_ArrayLike], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[Dtype], scalars: Sequence[bool | int | float], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], shared_memory: int = ..., init_value: float | None = ..., ensure_row_contiguous: bool = ..., stream: Stream | Device | DeviceType | None = ...) -> list[array]:
     """Runs a precompiled CUDA kernel and returns the list of its outputs (MLX's `fast.precompiled_cuda_kernel`): `compiled_source` holds PTX, a cubin or a fatbin, whose kernel `name` (its symbol) takes a pointer to each input, a pointer to each output, then `scalars` (bool, int as int32, float as float32) by value; `grid`, `threadgroup`, `shared_memory` and `init_value` are as for `cuda_kernel`; `ensure_row_contiguous` copies strided inputs first."""
 def rms_norm(x: _ArrayLike, weight: _ArrayLike | None, eps: float, *, stream: Stream | Device | DeviceType | None = ...) -> array:

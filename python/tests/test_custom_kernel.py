@@ -166,6 +166,33 @@ def test_metal_kernel_names_the_missing_backend():
         fx.fast.metal_kernel(name="k", input_names=[], output_names=["b"], source="", compile_options={"opt": 1})
 
 
+def test_metal_kernel_calls_are_recorded_for_export(tmp_path):
+    # As MLX's builds without Metal: export records the call on the GPU
+    # (shapeless too), refuses another stream, and running it raises.
+    k = fx.fast.metal_kernel(name="copy", input_names=["a"], output_names=["out"],
+                             source="uint e = thread_position_in_grid.x; out[e] = a[e];")
+
+    def call(a, stream=fx.gpu):
+        return k(inputs=[a], grid=(a.size, 1, 1), threadgroup=(min(a.size, 256), 1, 1), output_shapes=[a.shape],
+                 output_dtypes=[a.dtype], template=[("T", fx.float32), ("N", 4), ("B", True)], stream=stream)[0]
+
+    a = fx.zeros((2, 2))
+    for shapeless in (False, True):
+        path = str(tmp_path / f"k{shapeless}.mlxfn")
+        fx.export_function(path, call, a, shapeless=shapeless)
+        with pytest.raises(RuntimeError, match="No Metal back-end"):
+            fx.eval(fx.import_function(path)(a))
+    with pytest.raises(ValueError, match=r"^\[metal_kernel\] Only supports the GPU\.$"):
+        fx.export_function(str(tmp_path / "cpu.mlxfn"), lambda a: call(a, fx.cpu), a)
+    with pytest.raises(ValueError, match="Expected `output_shapes` to have size 1"):
+        fx.export_function(str(tmp_path / "bad.mlxfn"), lambda a: k(inputs=[a], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                                                                    output_shapes=[], output_dtypes=[]), a)
+    with pytest.raises(RuntimeError, match="No Metal back-end"):
+        call(a)
+    with pytest.raises(RuntimeError, match="No Metal back-end"):
+        fx.eval(fx.compile(call)(a))
+
+
 # ---- on a GPU ----
 
 

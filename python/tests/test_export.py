@@ -385,6 +385,9 @@ def test_every_primitive_with_inputs_is_covered(path):
     for _, fun, args in _structural_cases():
         fx.export_function(record, fun, *args)
     fx.export_function(record, lambda a: fx.vjp(fx.sin, [a], [a])[1][0], fx.array([1.0]))
+    metal = fx.fast.metal_kernel(name="k", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
+    fx.export_function(record, lambda a: metal(inputs=[a], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                                               output_shapes=[(1,)], output_dtypes=[fx.float32]), fx.array([1.0]))
     # Primitives without inputs (creation) are stored as constants.
     expected = set(fx._core._primitive_tags()) - {"Unary", "Binary", "Full", "Arange", "Eye"}
     assert expected <= seen, expected - seen

@@ -782,3 +782,23 @@ def test_shapeless_compile_gather_mm_follows_the_rows(quantized):
         got, want = cfn(x), fn(x)
         assert got.shape == want.shape == (experts, rows, n)
         np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-4, atol=1e-4)
+
+
+def test_shapeless_compile_of_a_batched_product():
+    # vmap's rank alignment inserts axes by position, so the compiled
+    # batched function replays on other batch extents.
+    calls = [0]
+
+    def fn(x, y):
+        calls[0] += 1
+        return fx.matmul(x, y)
+
+    vfn = fx.vmap(fn, in_axes=(0, 1))
+    cfn = fx.compile(vfn, shapeless=True)
+    key = fx.random.key(3)
+    shapes = [((2, 3, 1, 4, 5), (1, 2, 5, 6)), ((3, 2, 1, 4, 5), (2, 3, 5, 6))]
+    for sx, sy in shapes:
+        kx, ky, key = fx.random.split(key, 3)
+        x, y = fx.random.normal(sx, key=kx), fx.random.normal(sy, key=ky)
+        np.testing.assert_allclose(np.array(cfn(x, y)), np.array(vfn(x, y)), rtol=1e-5, atol=1e-5)
+    assert calls[0] == 1 + len(shapes)  # one trace, plus the eager calls

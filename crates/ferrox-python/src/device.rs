@@ -158,6 +158,19 @@ pub fn device_arg(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
     Err(PyTypeError::new_err("Expected a ferrox.Device or ferrox.DeviceType."))
 }
 
+/// The device a `stream=` argument names (a Stream, thread-local stream,
+/// Device or DeviceType), without resolving it to a stream (the device
+/// need not exist here).
+pub fn named_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
+    if let Ok(s) = obj.extract::<PyStream>() {
+        return Ok(s.0.device);
+    }
+    if let Ok(t) = obj.downcast::<PyThreadLocalStream>() {
+        return Ok(t.get().device);
+    }
+    device_arg(obj)
+}
+
 /// Reads a `stream=` argument (a Stream, Device or DeviceType).
 pub fn stream_arg(obj: &Bound<'_, PyAny>) -> PyResult<Stream> {
     if let Ok(s) = obj.extract::<PyStream>() {

@@ -49,6 +49,7 @@ pub fn to_py(err: Error) -> PyErr {
         Error::IndexArgument { .. } => PyIndexError::new_err(msg),
         Error::InvalidType { .. } => PyTypeError::new_err(msg),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
+        Error::Runtime { .. } => PyRuntimeError::new_err(msg),
         Error::File { kind, .. } => match kind {
             std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
             std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),

@@ -13,6 +13,7 @@ use crate::ops::wrap;
 use ferrox::backend::ScalarArg;
 use ferrox::ops::custom_kernel::{self, CudaKernel, TemplateArg};
 use ferrox::ops::fast::{self, AttentionMaskArg};
+use ferrox::primitives::OutputSpec;
 use ferrox::{Array, Dtype, Stream};
 use ferrox_python_macros::guarded;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -174,18 +175,87 @@ fn scaled_dot_product_attention(
     wrap(on_stream(stream, || fast::scaled_dot_product_attention(&q, &k, &v, scale, &mask, sinks.as_ref())))
 }
 
-/// A custom kernel for a back-end ferrox does not have: calling it raises.
-#[pyclass(module = "ferrox.fast", name = "MissingBackendKernel", frozen)]
-struct MissingBackendKernel {
-    op: &'static str,
-    backend: &'static str,
+/// A custom Metal kernel made by `metal_kernel`. ferrox has no Metal
+/// back-end: as in MLX's builds without Metal, calling it (with
+/// `cuda_kernel`'s keyword arguments) raises `RuntimeError`, except while
+/// `export_function` traces a function, where the call is recorded (on the
+/// GPU only: another `stream` raises `ValueError`) and the imported
+/// function raises when run.
+#[pyclass(module = "ferrox.fast", name = "MetalKernel", frozen)]
+struct MetalKernel {
+    kernel: ferrox::primitives::MetalKernel,
 }
 
 #[pymethods]
-impl MissingBackendKernel {
-    #[pyo3(signature = (*_args, **_kwargs))]
-    fn __call__(&self, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-        Err(PyRuntimeError::new_err(format!("[{}] No {} back-end.", self.op, self.backend)))
+impl MetalKernel {
+    /// Records the kernel's call while a function is traced for export;
+    /// raises otherwise (see the class).
+    #[pyo3(signature = (*, inputs, output_shapes, output_dtypes, grid, threadgroup, template = None, init_value = None, verbose = false, stream = None))]
+    #[allow(clippy::too_many_arguments)] // MLX's signature
+    fn __call__(
+        &self,
+        inputs: &Bound<'_, PyAny>,
+        output_shapes: &Bound<'_, PyAny>,
+        output_dtypes: &Bound<'_, PyAny>,
+        grid: &Bound<'_, PyAny>,
+        threadgroup: &Bound<'_, PyAny>,
+        template: Option<&Bound<'_, PyAny>>,
+        init_value: Option<f32>,
+        verbose: bool,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<PyArray>> {
+        const OP: &str = "metal_kernel";
+        let _ = verbose; // no source is generated without Metal
+        if !ferrox::export::is_export_tracing() {
+            return Err(PyRuntimeError::new_err("[metal_kernel] No Metal back-end."));
+        }
+        metal_stream(stream)?;
+        let inputs = array_list(OP, inputs)?;
+        let (shapes, dtypes) = (parse_output_shapes(OP, output_shapes)?, parse_output_dtypes(OP, output_dtypes)?);
+        for (what, n) in [("output_shapes", shapes.len()), ("output_dtypes", dtypes.len())] {
+            if n != self.kernel.output_names.len() {
+                return Err(PyValueError::new_err(format!(
+                    "[metal_kernel] Expected `{what}` to have size {} but got size {n}.",
+                    self.kernel.output_names.len()
+                )));
+            }
+        }
+        let template = template_args(OP, template)?
+            .into_iter()
+            .map(|(name, arg)| {
+                let value = match arg {
+                    TemplateArg::Bool(b) => b.to_string(),
+                    TemplateArg::Int(i) => i.to_string(),
+                    TemplateArg::Dtype(d) => d.to_string(),
+                };
+                (name, value)
+            })
+            .collect();
+        let kernel = ferrox::primitives::MetalKernel {
+            grid: dims3(OP, "grid", grid)?,
+            threadgroup: dims3(OP, "threadgroup", threadgroup)?,
+            template,
+            init_value,
+            outputs: shapes.into_iter().zip(dtypes).map(|(shape, dtype)| OutputSpec { shape, dtype }).collect(),
+            ..self.kernel.clone()
+        };
+        let outputs = ferrox::primitives::metal_kernel_call(kernel, &inputs).py()?;
+        Ok(outputs.into_iter().map(PyArray::wrap).collect())
+    }
+
+    fn __repr__(&self) -> String {
+        "<ferrox.fast.MetalKernel>".to_string()
+    }
+}
+
+/// Checks a Metal kernel's `stream=` (a Stream, Device or DeviceType; the
+/// GPU's or none, as MLX requires).
+fn metal_stream(stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match stream {
+        Some(s) if !s.is_none() && crate::device::named_device(s)?.kind != ferrox::device::DeviceType::Gpu => {
+            Err(PyValueError::new_err("[metal_kernel] Only supports the GPU."))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -212,8 +282,8 @@ fn check_metal_compile_options(options: Option<&Bound<'_, PyAny>>) -> PyResult<(
 }
 
 /// A custom Metal kernel (MLX's signature). ferrox has no Metal back-end:
-/// the returned callable raises `RuntimeError` when called, as MLX's Linux
-/// build does.
+/// the returned callable raises `RuntimeError` when called, as MLX's builds
+/// without Metal do, except under `export_function`, which records it.
 ///
 /// Args:
 ///     name (str): Name.
@@ -226,7 +296,7 @@ fn check_metal_compile_options(options: Option<&Bound<'_, PyAny>>) -> PyResult<(
 ///     compile_options (dict(str, str), optional): Metal compile options (checked and ignored).
 ///
 /// Returns:
-///     MissingBackendKernel: The result.
+///     MetalKernel: The result.
 #[guarded]
 #[pyfunction]
 #[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, atomic_outputs = false, compile_options = None))]
@@ -240,14 +310,26 @@ fn metal_kernel(
     ensure_row_contiguous: bool,
     atomic_outputs: bool,
     compile_options: Option<&Bound<'_, PyAny>>,
-) -> PyResult<MissingBackendKernel> {
+) -> PyResult<MetalKernel> {
     if output_names.is_empty() {
         return Err(PyValueError::new_err("[metal_kernel] Must specify at least one output."));
     }
     check_metal_compile_options(compile_options)?;
-    // The other arguments are taken for MLX's signature; nothing can run them.
-    let _ = (name, input_names, source, header, ensure_row_contiguous, atomic_outputs);
-    Ok(MissingBackendKernel { op: "metal_kernel", backend: "Metal" })
+    let kernel = ferrox::primitives::MetalKernel {
+        name,
+        source,
+        header,
+        input_names,
+        output_names,
+        grid: [1; 3],
+        threadgroup: [1; 3],
+        template: Vec::new(),
+        init_value: None,
+        ensure_row_contiguous,
+        atomic_outputs,
+        outputs: Vec::new(),
+    };
+    Ok(MetalKernel { kernel })
 }
 
 /// The name of an object's type, for error messages.
@@ -593,7 +675,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         cuda_kernel,
         precompiled_cuda_kernel
     );
-    m.add_class::<MissingBackendKernel>()?;
+    m.add_class::<MetalKernel>()?;
     m.add_class::<PyCudaKernel>()?;
     parent.add("fast", &m)?;
     py.import("sys")?.getattr("modules")?.set_item("ferrox.fast", &m)?;

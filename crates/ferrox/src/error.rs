@@ -45,6 +45,10 @@ pub enum Error {
     /// would exceed the device's memory or the memory limit (Python's MemoryError).
     #[error("[{op}] {msg}")]
     OutOfMemory { op: &'static str, msg: String },
+    /// Work that cannot run on this build or machine (a Metal kernel
+    /// without Metal): Python's RuntimeError, as MLX raises it.
+    #[error("[{op}] {msg}")]
+    Runtime { op: &'static str, msg: String },
     /// The operating system refused to open, read or write a file
     /// (Python's OSError, or the subclass matching `kind`).
     #[error("[{op}] {path}: {msg}")]

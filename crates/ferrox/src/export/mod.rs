@@ -20,7 +20,7 @@ mod trace;
 
 pub use dot::export_to_dot;
 pub use import::{import_function, ImportedFunction};
-pub use trace::{export_function, trace_events, ExportFn, Exporter, TraceEvent};
+pub use trace::{export_function, is_export_tracing, trace_events, ExportFn, Exporter, TraceEvent};
 
 use crate::array::Array;
 use std::collections::BTreeMap;

@@ -73,6 +73,32 @@ fn schedule(outputs: &[Array], known: &HashMap<usize, Ref>) -> (Vec<Arc<crate::a
     (order, depends)
 }
 
+thread_local! {
+    static EXPORT_TRACING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread is tracing a function for export: ops that cannot
+/// run here (a Metal kernel) may still be recorded.
+pub fn is_export_tracing() -> bool {
+    EXPORT_TRACING.with(|t| t.get() > 0)
+}
+
+/// Marks an export trace for [`is_export_tracing`].
+struct ExportTracing;
+
+impl ExportTracing {
+    fn new() -> ExportTracing {
+        EXPORT_TRACING.with(|t| t.set(t.get() + 1));
+        ExportTracing
+    }
+}
+
+impl Drop for ExportTracing {
+    fn drop(&mut self) {
+        EXPORT_TRACING.with(|t| t.set(t.get() - 1));
+    }
+}
+
 /// Calls `fun` on placeholders for `args` and `kwargs` and records the
 /// graph to its outputs; constants go to `constants`.
 fn trace(
@@ -84,7 +110,10 @@ fn trace(
 ) -> Result<TraceRecord> {
     let _recording = crate::transforms::compile::RecordingGuard::new();
     let (positional, keyword) = placeholders(args, kwargs)?;
-    let outputs = fun(&positional, &keyword)?;
+    let outputs = {
+        let _tracing = ExportTracing::new();
+        fun(&positional, &keyword)?
+    };
     let mut refs: HashMap<usize, Ref> =
         positional.iter().chain(keyword.values()).enumerate().map(|(i, a)| (a.node_key(), Ref::Input(i))).collect();
     let (order, depends) = schedule(&outputs, &refs);

@@ -115,6 +115,7 @@ serializable_primitives!(
     Convolution,
     Fused,
     FusedReduce,
+    MetalKernel,
 );
 
 /// Implements [`PrimitiveIdentity`] for a primitive that holds live state:

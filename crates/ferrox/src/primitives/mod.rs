@@ -10,6 +10,7 @@
 mod concatenate;
 mod creation;
 mod custom_kernel;
+mod metal_kernel;
 mod elementwise;
 mod fast;
 mod fused;
@@ -29,6 +30,7 @@ mod views;
 pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use custom_kernel::CustomKernel;
+pub use metal_kernel::{metal_kernel_call, no_metal, MetalKernel};
 pub use elementwise::{AsType, Binary, Select, Unary};
 pub use fast::{
     Attention, AttentionVjp, CrossEntropy, CrossEntropyVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope,

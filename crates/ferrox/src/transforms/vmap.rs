@@ -38,10 +38,13 @@ pub(crate) fn align_batched(inputs: &[Array], axes: &[Option<usize>]) -> Result<
             Some(a) => {
                 let front = batch_to_front(x, *a)?;
                 batch = front.shape()[0];
-                let mut shape = vec![front.shape()[0] as isize];
-                shape.extend(std::iter::repeat_n(1, r - rank(x, ax)));
-                shape.extend(front.shape()[1..].iter().map(|&d| d as isize));
-                ops::reshape(&front, &shape)
+                // Extent-1 axes after the batch axis, inserted by position
+                // (a shapeless compile of the batched function replays them).
+                let missing = r - rank(x, ax);
+                if missing == 0 {
+                    return Ok(front);
+                }
+                ops::expand_dims(&front, &(1..=missing as isize).collect::<Vec<_>>())
             }
         })
         .collect::<Result<Vec<_>>>()?;
