@@ -133,7 +133,13 @@ fn fused_check_program(d: Dtype) -> ferrox::backend::fused::FusedProgram {
         steps.push(FusedStep { op: FusedOp::AsType, args: vec![Operand::Step(steps.len() - 1)], dtype: to });
     }
     let outputs = (0..steps.len()).collect();
-    FusedProgram { inputs: vec![d, d, Dtype::Bool], steps, outputs, known_scalars: Vec::new(), broadcast_inputs: Vec::new() }
+    FusedProgram {
+        inputs: vec![d, d, Dtype::Bool],
+        steps,
+        outputs,
+        known_scalars: Vec::new(),
+        broadcast_inputs: Vec::new(),
+    }
 }
 
 #[test]

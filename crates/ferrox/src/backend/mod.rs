@@ -12,8 +12,8 @@ pub mod cuda;
 mod custom_kernel;
 pub mod dispatcher;
 mod fast_op;
-mod integer_range;
 pub mod fused;
+mod integer_range;
 pub mod replay;
 mod update_rule;
 

@@ -23,8 +23,9 @@ pub struct CustomKernel {
     pub outputs: Vec<OutputSpec>,
 }
 
-/// The error for a transform MLX does not implement for custom kernels.
-fn not_implemented(transform: &'static str) -> Error {
+/// The error for a transform MLX does not implement for custom kernels
+/// (CUDA's and Metal's).
+pub(super) fn not_implemented(transform: &'static str) -> Error {
     Error::invalid(transform, "Not implemented for CustomKernel.")
 }
 

@@ -3,6 +3,7 @@
 //! function is traced for export (so the exported graph records the
 //! kernel), and evaluating it raises.
 
+use super::custom_kernel::not_implemented;
 use super::{Batched, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
 use crate::backend::Backend;
@@ -36,11 +37,6 @@ pub struct MetalKernel {
     pub atomic_outputs: bool,
     /// The shape and dtype of each output.
     pub outputs: Vec<OutputSpec>,
-}
-
-/// The error for a transform MLX does not implement for custom kernels.
-fn not_implemented(transform: &'static str) -> Error {
-    Error::invalid(transform, "Not implemented for CustomKernel.")
 }
 
 impl Primitive for MetalKernel {

@@ -10,7 +10,6 @@
 mod concatenate;
 mod creation;
 mod custom_kernel;
-mod metal_kernel;
 mod elementwise;
 mod fast;
 mod fused;
@@ -18,6 +17,7 @@ mod gather;
 mod identity;
 mod load;
 mod matmul;
+mod metal_kernel;
 mod optimizer;
 mod placeholder;
 mod random;
@@ -30,7 +30,6 @@ mod views;
 pub use concatenate::Concatenate;
 pub use creation::{Arange, Eye, Full};
 pub use custom_kernel::CustomKernel;
-pub use metal_kernel::{metal_kernel_call, no_metal, MetalKernel};
 pub use elementwise::{AsType, Binary, Select, Unary};
 pub use fast::{
     Attention, AttentionVjp, CrossEntropy, CrossEntropyVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope,
@@ -41,6 +40,7 @@ pub(crate) use identity::opaque_primitive;
 pub use identity::{decode, PrimitiveIdentity, TAGS};
 pub use load::Load;
 pub use matmul::{AddMatmul, Matmul};
+pub use metal_kernel::{metal_kernel_call, no_metal, MetalKernel};
 pub use optimizer::OptimizerUpdate;
 pub(crate) use placeholder::Placeholder;
 pub use random::RandomBits;
@@ -50,8 +50,8 @@ pub use scan::Scan;
 pub use softmax::{LogSumExp, Softmax};
 pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
 pub use views::{
-    AsStrided, BroadcastAgainst, BroadcastTo, Contiguous, Depends, Identity, RefuseGradient, Reshape, ShapeRule, Slice, SliceUpdate,
-    StopGradient, Transpose, View,
+    AsStrided, BroadcastAgainst, BroadcastTo, Contiguous, Depends, Identity, RefuseGradient, Reshape, ShapeRule, Slice,
+    SliceUpdate, StopGradient, Transpose, View,
 };
 
 use crate::array::{Array, ArrayData};

@@ -569,7 +569,10 @@ impl Primitive for RefuseGradient {
     }
     fn vjp(&self, _: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
         if argnums.iter().any(|&i| i > 0) {
-            return Err(crate::error::Error::invalid("QuantizedMatmul::vjp", format!("no gradient wrt {}.", self.what)));
+            return Err(crate::error::Error::invalid(
+                "QuantizedMatmul::vjp",
+                format!("no gradient wrt {}.", self.what),
+            ));
         }
         Ok(argnums.iter().map(|_| cotangents[0].clone()).collect())
     }

@@ -107,8 +107,7 @@ fn donate(recipe: &Recipe, backend: &dyn Backend, inputs: &mut [ArrayData]) -> O
     if !unshared || !backend.can_overwrite(&inputs[i].storage) {
         return None;
     }
-    let taken = array.take_data()?;
-    drop(taken);
+    array.take_data()?;
     if Arc::strong_count(&inputs[i].storage) == 1 {
         Some(i)
     } else {

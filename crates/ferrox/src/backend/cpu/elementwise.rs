@@ -53,12 +53,11 @@ pub fn map_unary_into<T: CpuElement, U: CpuElement>(
     }
 }
 
-/// `f` with its result read as its argument's type, when the two are one
-/// type (in-place kernels need it; `None` otherwise).
-fn keeping_type<T: CpuElement, U: CpuElement>(f: impl Fn(T) -> U + Sync + Copy) -> Option<impl Fn(T) -> T + Sync + Copy> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>()).then_some(move |x: T| {
-        let u = f(x);
-        // SAFETY: T and U are the same type (checked above).
+/// The identity from `U` to `T` when the two are one type (an in-place
+/// kernel writes its results where its arguments were); `None` otherwise.
+fn same_type_as<T: CpuElement, U: CpuElement>() -> Option<fn(U) -> T> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>()).then_some(|u: U| {
+        // SAFETY: returned only when T and U are the same type.
         unsafe { std::mem::transmute_copy::<U, T>(&u) }
     })
 }
@@ -77,8 +76,8 @@ pub fn map_unary_in_place<T: CpuElement, U: CpuElement>(
     l: &Layout,
     f: impl Fn(T) -> U + Sync + Copy,
 ) -> Result<()> {
-    let (Some(g), Some(data)) = (keeping_type(f), v.owned_mut()) else { return Err(not_in_place(op)) };
-    map_in_place(&mut data[l.offset..l.offset + l.size()], g);
+    let (Some(cast), Some(data)) = (same_type_as::<T, U>(), v.owned_mut()) else { return Err(not_in_place(op)) };
+    map_in_place(&mut data[l.offset..l.offset + l.size()], move |x| cast(f(x)));
     Ok(())
 }
 
@@ -95,12 +94,8 @@ pub fn map_binary_in_place<T: CpuElement, U: CpuElement>(
     donor_is_lhs: bool,
     f: impl Fn(T, T) -> U + Sync + Copy,
 ) -> Result<()> {
-    let ordered = move |x: T, y: T| if donor_is_lhs { f(x, y) } else { f(y, x) };
-    let (Some(_), Some(data)) = (keeping_type(|x: T| ordered(x, x)), v.owned_mut()) else {
-        return Err(not_in_place(op));
-    };
-    // SAFETY: T and U are the same type (checked just above).
-    let g = move |x: T, y: T| unsafe { std::mem::transmute_copy::<U, T>(&ordered(x, y)) };
+    let (Some(cast), Some(data)) = (same_type_as::<T, U>(), v.owned_mut()) else { return Err(not_in_place(op)) };
+    let g = move |x: T, y: T| cast(if donor_is_lhs { f(x, y) } else { f(y, x) });
     let n = ld.size();
     let d = &mut data[ld.offset..ld.offset + n];
     if n == 0 {

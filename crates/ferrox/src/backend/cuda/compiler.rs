@@ -88,10 +88,9 @@ pub fn compile_with_options(name: &str, source: &str, arch: &str, extra: &[&str]
                 });
                 r.map(|_| cubin).map_err(|e| format!("nvrtcGetCUBIN({name}): {e:?}"))
             }
-            Err(e) => Err(format!(
-                "kernel module {name} failed to compile for {arch} ({e:?}):\n{}",
-                program_log(api, prog)
-            )),
+            Err(e) => {
+                Err(format!("kernel module {name} failed to compile for {arch} ({e:?}):\n{}", program_log(api, prog)))
+            }
         }
     };
     // SAFETY: destroyed once.

@@ -21,9 +21,9 @@
 
 use super::device::gpu;
 use super::elementwise::{copy, fill, FillValue};
-use super::scatter::copy_into;
 use super::kernels::Family;
 use super::launch::{grid_for, launch, launch_with_shared, Args, BLOCK};
+use super::scatter::copy_into;
 use super::storage::CudaStorage;
 use super::stream::GpuStream;
 use crate::backend::ConvParams;
@@ -150,7 +150,16 @@ pub(crate) fn conv_igemm(
     }
     let out = CudaStorage::alloc(dt, numel(out_shape), s)?;
     for (ph, (geom, a_load, b_load)) in phases.iter().zip(plans) {
-        let ok = launch_phase(s, geom, (a_load, b_load), x.ptr_at(lx.offset), w.ptr_at(ph.lw.offset), &out, &ph.y, phases.len() == 1)?;
+        let ok = launch_phase(
+            s,
+            geom,
+            (a_load, b_load),
+            x.ptr_at(lx.offset),
+            w.ptr_at(ph.lw.offset),
+            &out,
+            &ph.y,
+            phases.len() == 1,
+        )?;
         if !ok {
             return Ok(None);
         }

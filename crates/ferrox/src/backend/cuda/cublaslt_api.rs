@@ -57,7 +57,10 @@ pub(crate) fn create_handle() -> Result<cublasLtHandle_t, String> {
 }
 
 /// A new matrix-product descriptor.
-pub(crate) fn create_matmul_desc(compute: cublasComputeType_t, scale: cudaDataType_t) -> Result<cublasLtMatmulDesc_t, String> {
+pub(crate) fn create_matmul_desc(
+    compute: cublasComputeType_t,
+    scale: cudaDataType_t,
+) -> Result<cublasLtMatmulDesc_t, String> {
     let mut d = std::ptr::null_mut();
     // SAFETY: a plain out-parameter.
     status("cublasLtMatmulDescCreate", unsafe { (bound()?.cublasLtMatmulDescCreate)(&mut d, compute, scale) })?;
@@ -78,7 +81,12 @@ pub(crate) unsafe fn set_matmul_desc_attribute(
 }
 
 /// A new column-major matrix layout.
-pub(crate) fn create_matrix_layout(dt: cudaDataType, rows: u64, cols: u64, ld: i64) -> Result<cublasLtMatrixLayout_t, String> {
+pub(crate) fn create_matrix_layout(
+    dt: cudaDataType,
+    rows: u64,
+    cols: u64,
+    ld: i64,
+) -> Result<cublasLtMatrixLayout_t, String> {
     let mut l = std::ptr::null_mut();
     // SAFETY: a plain out-parameter.
     status("cublasLtMatrixLayoutCreate", unsafe { (bound()?.cublasLtMatrixLayoutCreate)(&mut l, dt, rows, cols, ld) })?;
@@ -116,7 +124,10 @@ pub(crate) unsafe fn set_matmul_pref_attribute(
     buf: *const c_void,
     size: usize,
 ) -> Result<(), String> {
-    status("cublasLtMatmulPreferenceSetAttribute", (bound()?.cublasLtMatmulPreferenceSetAttribute)(pref, attr, buf, size))
+    status(
+        "cublasLtMatmulPreferenceSetAttribute",
+        (bound()?.cublasLtMatmulPreferenceSetAttribute)(pref, attr, buf, size),
+    )
 }
 
 /// Destroys a preference.
@@ -177,6 +188,23 @@ pub(crate) unsafe fn matmul(
     let f = bound()?.cublasLtMatmul;
     status(
         "cublasLtMatmul",
-        f(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace, workspace_size, stream),
+        f(
+            handle,
+            desc,
+            alpha,
+            a,
+            a_desc,
+            b,
+            b_desc,
+            beta,
+            c,
+            c_desc,
+            d,
+            d_desc,
+            algo,
+            workspace,
+            workspace_size,
+            stream,
+        ),
     )
 }

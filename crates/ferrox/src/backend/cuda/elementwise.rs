@@ -51,15 +51,16 @@ pub(crate) fn unary(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout
     Ok(out)
 }
 
-/// [`unary`] written over `x` (a donated buffer; `l` row-contiguous, the
-/// op keeping the dtype): each element is read by the thread that then
-/// writes it.
-pub(crate) fn unary_in_place(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout) -> Result<()> {
-    unary_to(s, op, x, l, x.ptr_at(l.offset))
-}
-
-/// [`unary`] into the row-contiguous elements at `out`.
-fn unary_to(s: &Arc<GpuStream>, op: UnaryOp, x: &CudaStorage, l: &Layout, out: sys::CUdeviceptr) -> Result<()> {
+/// [`unary`] into the row-contiguous elements at `out`, which may be `x`'s
+/// own (a donated, row-contiguous `x` of the output's dtype): each element
+/// is read by the thread that then writes it.
+pub(crate) fn unary_to(
+    s: &Arc<GpuStream>,
+    op: UnaryOp,
+    x: &CudaStorage,
+    l: &Layout,
+    out: sys::CUdeviceptr,
+) -> Result<()> {
     let dt = x.dtype();
     let n = l.size();
     if n == 0 {
@@ -148,30 +149,13 @@ pub(crate) fn binary(
     Ok(out)
 }
 
-/// [`binary`] written over the donor operand (a device buffer nothing else
-/// holds; its layout row-contiguous with the output's shape, the op
-/// keeping the dtype): each element is read by the thread that then
-/// writes it.
-pub(crate) fn binary_in_place(
-    s: &Arc<GpuStream>,
-    op: BinaryOp,
-    dt: Dtype,
-    a: Operand,
-    la: &Layout,
-    b: Operand,
-    lb: &Layout,
-    donor_is_lhs: bool,
-) -> Result<()> {
-    let (donor, ld) = if donor_is_lhs { (a, la) } else { (b, lb) };
-    let Operand::Device(d) = donor else { unreachable!("a donated operand is device data") };
-    // A host operand needs no upload: the donor is row-contiguous.
-    binary_to(s, op, dt, a, la, b, lb, d.ptr_at(ld.offset))
-}
-
 /// [`binary`] into the row-contiguous elements at `o`; at most one operand
-/// is a host scalar, and only against a row-contiguous device operand.
+/// is a host scalar, and only against a row-contiguous device operand. `o`
+/// may be an operand's own elements (a donated, row-contiguous operand of
+/// the output's shape and dtype): each element is read by the thread that
+/// then writes it.
 #[allow(clippy::too_many_arguments)]
-fn binary_to(
+pub(crate) fn binary_to(
     s: &Arc<GpuStream>,
     op: BinaryOp,
     dt: Dtype,

@@ -8,6 +8,7 @@
 //! library's epilogue, in the same kernel.
 
 use super::allocator::{allocate, DeviceBuffer};
+use super::cublaslt_api as lt;
 use super::elementwise::{copy, fill, FillValue};
 use super::kernels::Family;
 use super::launch::{launch, Args};
@@ -16,7 +17,6 @@ use super::stream::GpuStream;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::shape::{collapse_dims, numel, Layout};
-use super::cublaslt_api as lt;
 use cudarc::cublaslt::sys;
 use std::collections::HashMap;
 use std::ffi::c_void;

@@ -310,7 +310,8 @@ impl Backend for CudaBackend {
     }
 
     fn unary_in_place(&self, op: UnaryOp, x: &mut Storage, layout: &Layout) -> Result<()> {
-        elementwise::unary_in_place(&self.stream, op, self.input(x)?, layout)
+        let x = self.input(x)?;
+        elementwise::unary_to(&self.stream, op, x, layout, x.ptr_at(layout.offset))
     }
 
     fn binary_in_place(
@@ -322,10 +323,11 @@ impl Backend for CudaBackend {
         lo: &Layout,
         donor_is_lhs: bool,
     ) -> Result<()> {
-        let dt = donor.dtype();
-        let (d, o) = (self.operand(donor, ld)?, self.operand(other, lo)?);
+        let d = self.input(donor)?;
+        let (dt, out) = (d.dtype(), d.ptr_at(ld.offset));
+        let (d, o) = (Operand::Device(d), self.operand(other, lo)?);
         let (a, la, b, lb) = if donor_is_lhs { (d, ld, o, lo) } else { (o, lo, d, ld) };
-        elementwise::binary_in_place(&self.stream, op, dt, a, la, b, lb, donor_is_lhs)
+        elementwise::binary_to(&self.stream, op, dt, a, la, b, lb, out)
     }
 
     fn select(

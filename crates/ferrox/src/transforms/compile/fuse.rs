@@ -14,7 +14,9 @@ use super::tape::{host_scalar_bytes, Ref, Tape, TapeNode};
 use crate::array::Array;
 use crate::backend::fused::{FusedOp, FusedProgram, FusedStep, Operand};
 use crate::dtype::Dtype;
-use crate::primitives::{AsType, Binary, BroadcastTo, Fused, FusedReduce, OutputSpec, Primitive, Reduce, Select, Unary};
+use crate::primitives::{
+    AsType, Binary, BroadcastTo, Fused, FusedReduce, OutputSpec, Primitive, Reduce, Select, Unary,
+};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
