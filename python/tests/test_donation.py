@@ -147,3 +147,81 @@ def test_loaded_arrays_donate_to_their_first_consumer(tmp_path, device):
     fx.synchronize()
     assert fx.get_peak_memory() == load_only
     np.testing.assert_allclose(np.array(y), 2 * np.array(x), rtol=1e-6)
+
+
+def test_compiled_functions_write_over_a_donated_input():
+    # MLX's test_compile_donates_input_buffer: the output takes the input's buffer.
+    fun = fx.compile(lambda x: fx.sin(x) + 1)
+    x = fx.arange(16, dtype=fx.float32)
+    fx.eval(x)
+    if fx.default_device() == fx.cpu:
+        address = np.asarray(x, copy=False).__array_interface__["data"][0]
+        out = fun(x)
+        del x
+        fx.eval(out)
+        assert np.asarray(out, copy=False).__array_interface__["data"][0] == address
+    else:
+        del x
+    out, extra = _extra_peak(fun, lambda: fx.zeros((N,)))
+    assert extra < 4 * N // 2
+    np.testing.assert_allclose(np.array(out)[:2], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (300, 257), (4, 1 << 18)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
+def test_compiled_donation_keeps_every_value(rng, shape, dtype):
+    # The donated input is read by steps before and after the one making
+    # the output written over it; a second output, a broadcast row and a
+    # transposed operand ride along. Short rows, tiled rows and blocks
+    # that run on several threads.
+    a = rng.standard_normal(shape) * 3
+    b = rng.standard_normal(shape[1:]) * 3
+    c = rng.standard_normal(shape[::-1]) * 3
+    if dtype == "bool":
+        a, b, c = a > 0, b > 0, c > 0
+    a, b, c = (np.asarray(v).astype(dtype) for v in (a, b, c))
+
+    if dtype == "bool":
+        @fx.compile
+        def fun(x, y, z):
+            first = fx.logical_and(x, y)
+            return fx.logical_or(first, z.T), fx.logical_xor(first, x)
+
+        want = ((a & b) | c.T, (a & b) ^ a)
+    else:
+        @fx.compile
+        def fun(x, y, z):
+            first = x * y
+            return first - z.T, fx.maximum(first, x) + x
+
+        want = (a * b - c.T, np.maximum(a * b, a) + a)
+    inputs = [fx.array(a) * 1 if dtype != "bool" else fx.array(a) | False, fx.array(b), fx.array(c)]
+    fx.eval(inputs)
+    got = fun(*inputs)
+    del inputs
+    fx.eval(got)
+    tol = 2e-3 if dtype == "float16" else 1e-6
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.array(g), w, rtol=tol, atol=tol)
+
+
+def test_compiled_functions_never_write_over_held_inputs():
+    fun = fx.compile(lambda x: fx.exp(x) * 2)
+    x = fx.zeros((4096,))
+    fx.eval(x)
+    out = fun(x)
+    fx.eval(out)
+    assert np.array(x).tolist() == [0.0] * 4096
+    assert np.array(out).tolist() == [2.0] * 4096
+
+
+def test_compiled_functions_write_over_a_donated_slice():
+    # A temporary's slice (its buffer from element 1 on) is donated: the
+    # output is written where the slice's elements are.
+    fun = fx.compile(lambda x, y: fx.exp(x) * y + x)
+    y = fx.full((N,), 2.0)
+    fx.eval(y)
+    out, extra = _extra_peak(lambda x: fun(x, y), lambda: (fx.arange(N + 1, dtype=fx.float32) * 1e-6)[1:])
+    assert extra < 4 * N // 2
+    x = np.arange(1, N + 1, dtype=np.float32) * np.float32(1e-6)
+    np.testing.assert_allclose(np.array(out), np.exp(x) * 2 + x, rtol=1e-6)

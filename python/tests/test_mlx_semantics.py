@@ -526,6 +526,23 @@ def test_clip_promotes_with_array_bounds():
     assert fx.clip(a, fx.array(1.5), 2).tolist() == [1.5, 2.0, 2.0]
 
 
+@needs_mlx
+def test_conv1d_is_conv_general_with_one_option_per_call():
+    # MLX's conv1d passes one stride/padding/dilation to conv_general, which
+    # takes them on every spatial axis: a 2-D input convolves in 2-D.
+    x = np.random.default_rng(0).standard_normal((1, 5, 5, 2)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((2, 3, 3, 1)).astype(np.float32)
+    got = fx.conv1d(fx.array(x), fx.array(w), stride=1, padding=1, groups=2)
+    want = mx.conv1d(mx.array(x), mx.array(w), stride=1, padding=1, groups=2)
+    assert got.shape == want.shape == (1, 5, 5, 2)
+    assert close(got, want)
+    assert close(got, fx.conv2d(fx.array(x), fx.array(w), padding=(1, 1), groups=2))
+    with pytest.raises(ValueError, match="groups"):
+        fx.conv1d(fx.ones((1, 5, 5, 5, 2)), fx.ones((2, 3, 3, 3, 1)), groups=2)
+    with pytest.raises(ValueError):
+        fx.conv1d(fx.ones((5, 2)), fx.ones((2, 3, 2)))
+
+
 def test_concatenate_axis_none_flattens():
     out = fx.concatenate([fx.ones((2, 2)), fx.zeros((3,))], axis=None)
     assert out.tolist() == [1.0] * 4 + [0.0] * 3

@@ -370,6 +370,13 @@ def test_layer_module_paths_import(name):
     assert [n for n in defined if not hasattr(ours, n)] == []
 
 
+@pytest.mark.parametrize("name", LAYER_MODULES)
+def test_layer_modules_are_attributes_of_nn_as_in_mlx(name):
+    # MLX's `from mlx.nn.layers import *` leaves them on mlx.nn: nn.activations.sigmoid.
+    assert getattr(nn, name) is importlib.import_module(f"ferrox.nn.layers.{name}")
+    assert hasattr(importlib.import_module("mlx.nn"), name)
+
+
 def test_activation_functions_import_from_activations():
     from ferrox.nn.layers.activations import gelu, relu, silu
 

@@ -10,9 +10,7 @@ on-the-fly quantization of `x` bit for bit.
 Documented differences from MLX (see crates/ferrox/src/ops/quantized.rs):
 * `to_fp8` / `from_fp8` of float64 convert the values (MLX reads the
   float64 buffer as float32 and returns garbage);
-* the gradient with respect to the packed weights (and the uint8 scales of
-  the fp modes) is zero where MLX raises; vmap of the products works where
-  MLX raises NYI;
+* vmap of the products works where MLX raises NYI;
 * `qqmm` computes the general case (several rows of `x`, unquantized `w`)
   where MLX's CPU build raises "[QQMatmul] NYI for the general case", applies
   the global scales (MLX's CPU kernel ignores them) and refuses "affine"
@@ -666,10 +664,15 @@ def test_quantized_matmul_gradients(rng):
         deq = np.array(fx.dequantize(*qf, group_size=32, bits=4))
         want = cot @ (deq if transpose else deq.T)
         np.testing.assert_allclose(np.array(gf[0]), want, rtol=1e-4, atol=1e-4)
-    # The packed weights get zero gradients (MLX raises); fp scales raise
-    # MLX's ValueError.
-    g = fx.grad(lambda w: fx.quantized_matmul(fx.array(x), w, qf[1], qf[2], group_size=32).sum())(qf[0])
-    assert g.dtype == fx.uint32 and not np.array(g).any()
+    # The packed weights raise MLX's RuntimeError; fp scales its ValueError.
+    with pytest.raises(RuntimeError, match="no gradient wrt the quantized weights"):
+        fx.grad(lambda w: fx.quantized_matmul(fx.array(x), w, qf[1], qf[2], group_size=32).sum())(qf[0])
+    with pytest.raises(RuntimeError, match="no gradient wrt the quantized weights"):
+        mx.grad(lambda w: mx.quantized_matmul(mx.array(x), w, qm[1], qm[2], group_size=32).sum())(qm[0])
+    with pytest.raises(RuntimeError, match="no gradient wrt the quantized weights"):
+        fx.grad(lambda w: fx.gather_qmm(fx.array(x), w, qf[1], qf[2], rhs_indices=fx.array(0), group_size=32).sum())(
+            qf[0]
+        )
     qf = fx.quantize(fx.array(rng.standard_normal((16, 64)).astype(np.float32)), mode="mxfp4")
     with pytest.raises(ValueError, match="no gradient wrt scales"):
         fx.grad(lambda s: fx.quantized_matmul(fx.array(x), qf[0], s, mode="mxfp4").sum())(qf[1])

@@ -779,14 +779,20 @@ impl PyArray {
         // consumer that reads strides (a transposed, sliced or broadcast
         // view exports its own strides, as MLX's does: no copy); else export
         // a copy. Memory another library owns (a DLPack import) is shared
-        // read-only, and copied for a consumer that asks to write.
+        // read-only, and copied for a consumer that asks to write. From the
+        // GPU, the elements the view reaches are copied and keep its strides.
         let writable = flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE;
         let reads_strides = flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES;
+        let shares_layout = data.layout.is_row_contiguous() || reads_strides;
+        let on_host = matches!(&*data.storage, Storage::Cpu(_));
         let (storage, layout, readonly) = match &*data.storage {
-            Storage::Cpu(host)
-                if (data.layout.is_row_contiguous() || reads_strides) && !(host.is_foreign() && writable) =>
-            {
+            Storage::Cpu(host) if shares_layout && !(host.is_foreign() && writable) => {
                 (data.storage.clone(), data.layout.clone(), host.is_foreign())
+            }
+            _ if shares_layout && !on_host => {
+                let (storage, layout) =
+                    slf.py().allow_threads(|| a.to_host_view()).map_err(|e| e.in_op("buffer")).py()?;
+                (storage, layout, false)
             }
             _ => (
                 Arc::new(Storage::Cpu(a.to_host().map_err(|e| e.in_op("buffer")).py()?)),

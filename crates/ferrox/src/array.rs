@@ -378,6 +378,23 @@ impl Array {
         dispatcher::to_host(&data.storage, &data.layout)
     }
 
+    /// The array as a view of host memory: the buffer elements its layout
+    /// reaches (only those: one for a broadcast scalar), copied from the
+    /// device when it is there, and the layout that reads them.
+    pub fn to_host_view(&self) -> Result<(Arc<Storage>, Layout)> {
+        let data = self.data()?;
+        if matches!(&*data.storage, Storage::Cpu(_)) {
+            return Ok((data.storage, data.layout));
+        }
+        let Some((lo, hi)) = data.layout.reach() else {
+            return Ok((Arc::new(Storage::Cpu(self.to_host()?)), Layout::contiguous(self.shape())));
+        };
+        let span = Layout { shape: vec![hi - lo], strides: vec![1], offset: lo };
+        let host = dispatcher::to_host(&data.storage, &span)?;
+        let layout = Layout { offset: data.layout.offset - lo, ..data.layout };
+        Ok((Arc::new(Storage::Cpu(host)), layout))
+    }
+
     /// The elements in row-major order; `T` must match the dtype.
     pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {

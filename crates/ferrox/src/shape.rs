@@ -112,6 +112,24 @@ impl Layout {
         true
     }
 
+    /// The buffer elements the layout reaches, as the first and one past the
+    /// last offset (`None` when it has no elements).
+    pub fn reach(&self) -> Option<(usize, usize)> {
+        if self.size() == 0 {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            let step = (d as isize - 1) * s;
+            if step < 0 {
+                lo += step;
+            } else {
+                hi += step;
+            }
+        }
+        Some((lo as usize, hi as usize + 1))
+    }
+
     /// True when every element is the same buffer element (a single value,
     /// possibly broadcast: each stride is 0 or its extent is 1).
     pub fn reads_one_element(&self) -> bool {
@@ -274,6 +292,18 @@ mod tests {
         let s = Layout::contiguous(&[4, 6]).slice(&[0, 0], &[4, 3], &[1, 1]);
         assert_eq!(s.reshape_view(&[2, 2, 3]).unwrap().strides, vec![12, 6, 1]);
         assert!(s.reshape_view(&[12]).is_none());
+    }
+
+    #[test]
+    fn reach_spans_the_elements_a_layout_reads() {
+        assert_eq!(Layout::contiguous(&[2, 3]).reach(), Some((0, 6)));
+        assert_eq!(Layout::contiguous(&[2, 0]).reach(), None);
+        let broadcast = Layout { shape: vec![1 << 40], strides: vec![0], offset: 5 };
+        assert_eq!(broadcast.reach(), Some((5, 6)));
+        let reversed = Layout { shape: vec![4, 3], strides: vec![-3, 2], offset: 9 };
+        assert_eq!(reversed.reach(), Some((0, 14)));
+        let sliced = Layout::contiguous(&[4, 6]).slice(&[1, 2], &[2, 3], &[1, 1]);
+        assert_eq!(sliced.reach(), Some((8, 17)));
     }
 
     #[test]

@@ -7,4 +7,23 @@ parameters. The math of activations and losses runs in Rust
 from ferrox.nn import init, losses
 from ferrox.nn.functions import *  # noqa: F401,F403  (the activation functions, nn.gelu ...)
 from ferrox.nn.layers import *  # noqa: F401,F403
+
+# The layer modules under the names MLX's ``mlx.nn`` has them (``nn.activations.sigmoid``).
+from ferrox.nn.layers import (  # noqa: F401
+    activations,
+    base,
+    containers,
+    convolution,
+    convolution_transpose,
+    distributed,
+    dropout,
+    embedding,
+    linear,
+    normalization,
+    pooling,
+    positional_encoding,
+    recurrent,
+    transformer,
+    upsample,
+)
 from ferrox.nn.utils import average_gradients, value_and_grad

@@ -53,7 +53,12 @@ macro_rules! conv_nd {
                 flip: false,
             };
             let (input, weight) = (to_array(input, None)?, to_array(weight, None)?);
-            wrap(on_stream(stream, || ops::conv_nd(&input, &weight, $dims, &options)))
+            // As MLX's, conv1d is conv_general with one value per option,
+            // taken on every spatial axis of the input.
+            wrap(on_stream(stream, || match $dims {
+                1 => ops::conv_general(&input, &weight, &options),
+                _ => ops::conv_nd(&input, &weight, $dims, &options),
+            }))
         }
 
         #[doc = concat!($tdoc, "\n\nArgs:\n    input (array): Input array of shape ``(N, ..., C_in)`` (spatial axes in the middle).\n    weight (array): Weight array of shape ``(C_out, ..., C_in / groups)``.\n    stride (int or list(int), optional): Kernel strides, one int for every spatial axis. Default: ``1``.\n    padding (int or list(int), optional): Symmetric input padding, one int for every spatial axis. Default: ``0``.\n    dilation (int or list(int), optional): Kernel dilation, one int for every spatial axis. Default: ``1``.\n    output_padding (int or list(int), optional): Extra size added to one side of each output axis. Default: ``0``.\n    groups (int, optional): Number of input feature groups. Default: ``1``.\n\nReturns:\n    array: The convolved array.")]

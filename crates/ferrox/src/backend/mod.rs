@@ -702,6 +702,25 @@ pub trait Backend: Send + Sync {
         shape: &[usize],
     ) -> Result<Vec<Storage>>;
 
+    /// [`Backend::fused`] with input `inputs[i]` donated (MLX's buffer
+    /// donation): `donor` is that input's buffer, which
+    /// [`Backend::can_overwrite`] allows and nothing else holds, read
+    /// through `inputs[i].1` (row-contiguous over `shape`, of output
+    /// `output`'s dtype), and `inputs[i].0` is `None`. Output `output` may
+    /// be computed over `donor`: its entry in the returned outputs is then
+    /// `None`. The default computes every output afresh.
+    fn fused_donated(
+        &self,
+        program: &fused::FusedProgram,
+        inputs: &[(Option<&Storage>, Layout)],
+        donor: &mut Storage,
+        output: usize,
+        shape: &[usize],
+    ) -> Result<Vec<Option<Storage>>> {
+        let _ = output;
+        fused_without_donation(self, program, inputs, donor, shape)
+    }
+
     /// Runs a fused elementwise program with one output (of `shape`) and
     /// reduces that output with `op` over `axes` (sorted, unique) into
     /// `out_dtype`: what [`Backend::fused`] then [`Backend::reduce`] give,
@@ -733,6 +752,19 @@ pub trait Backend: Send + Sync {
         let _ = slot;
         run(inputs)
     }
+}
+
+/// [`Backend::fused_donated`] ignoring the donation: every output computed
+/// afresh by [`Backend::fused`], `donor` read as the missing input.
+pub fn fused_without_donation<B: Backend + ?Sized>(
+    backend: &B,
+    program: &fused::FusedProgram,
+    inputs: &[(Option<&Storage>, Layout)],
+    donor: &Storage,
+    shape: &[usize],
+) -> Result<Vec<Option<Storage>>> {
+    let inputs: Vec<(&Storage, Layout)> = inputs.iter().map(|(s, l)| (s.unwrap_or(donor), l.clone())).collect();
+    Ok(backend.fused(program, &inputs, shape)?.into_iter().map(Some).collect())
 }
 
 /// [`Backend::fused_reduce`] as two passes: the program's one output

@@ -258,8 +258,10 @@ fn simple(stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> Con
 }
 
 /// 1-D convolution (cross-correlation) of `(N, L, C_in)` with `(C_out, K, C_in / groups)`.
+/// As MLX's, it is [`conv_general`] with one stride, padding and dilation:
+/// inputs with more spatial axes take them on every axis.
 pub fn conv1d(input: &Array, weight: &Array, stride: i64, padding: i64, dilation: i64, groups: i64) -> Result<Array> {
-    conv_nd(input, weight, 1, &simple(&[stride], &[padding], &[dilation], groups))
+    conv_general(input, weight, &simple(&[stride], &[padding], &[dilation], groups))
 }
 
 /// 2-D convolution of `(N, H, W, C_in)` with `(C_out, KH, KW, C_in / groups)`.

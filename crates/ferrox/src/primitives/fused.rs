@@ -79,6 +79,38 @@ impl Primitive for Fused {
         let out = backend.fused(&self.0, &ins, shape)?;
         Ok(out.into_iter().flat_map(|s| super::fresh(s, shape)).collect())
     }
+    fn donor(&self, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Option<usize> {
+        inputs.iter().position(|x| outputs.iter().any(|o| super::donates_to(x, o)))
+    }
+    /// The first output the donor fits is computed over its buffer.
+    fn eval_donated(
+        &self,
+        backend: &dyn Backend,
+        inputs: &mut [ArrayData],
+        donor: usize,
+        outputs: &[OutputSpec],
+    ) -> Result<Vec<ArrayData>> {
+        let shape = &outputs[0].shape;
+        let output =
+            outputs.iter().position(|o| super::donates_to(&inputs[donor], o)).expect("the donor fits an output");
+        let (before, rest) = inputs.split_at_mut(donor);
+        let (x, after) = rest.split_first_mut().expect("the donor is an input");
+        let layout_of = |x: &ArrayData| x.layout.broadcast_to(shape).expect("inputs broadcast to the output shape");
+        let ins: Vec<_> = before
+            .iter()
+            .map(|x| (Some(&*x.storage), layout_of(x)))
+            .chain(std::iter::once((None, x.layout.clone())))
+            .chain(after.iter().map(|x| (Some(&*x.storage), layout_of(x))))
+            .collect();
+        let out = backend.fused_donated(&self.0, &ins, super::donated_storage(x), output, shape)?;
+        Ok(out
+            .into_iter()
+            .map(|s| match s {
+                Some(s) => ArrayData { storage: Arc::new(s), layout: crate::shape::Layout::contiguous(shape) },
+                None => x.clone(),
+            })
+            .collect())
+    }
     fn vjp(&self, inputs: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
         let (_, grads) = crate::transforms::autodiff::vjp_of_inexact(|xs| self.unfused(xs), inputs, cotangents)?;
         Ok(argnums.iter().map(|&i| grads[i].clone()).collect())

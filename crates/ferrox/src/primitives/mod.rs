@@ -50,8 +50,8 @@ pub use scan::Scan;
 pub use softmax::{LogSumExp, Softmax};
 pub use sort::{ArgPartition, ArgSort, Partition, SearchSorted, Sort};
 pub use views::{
-    AsStrided, BroadcastAgainst, BroadcastTo, Contiguous, Depends, Identity, RefuseGradient, Reshape, ShapeRule, Slice,
-    SliceUpdate, StopGradient, Transpose, View,
+    AsStrided, BroadcastAgainst, BroadcastTo, Contiguous, Depends, Identity, Refusal, RefuseGradient, Reshape,
+    ShapeRule, Slice, SliceUpdate, StopGradient, Transpose, View,
 };
 
 use crate::array::{Array, ArrayData};
@@ -95,9 +95,9 @@ pub trait Primitive: Send + Sync + fmt::Debug + PrimitiveIdentity {
         false
     }
 
-    /// The input whose buffer this node can compute its one output into
-    /// (MLX's buffer donation), given the evaluated inputs: one with the
-    /// output's dtype and shape, row-contiguous ([`donates_to`]). The
+    /// The input whose buffer this node can compute an output into (MLX's
+    /// buffer donation), given the evaluated inputs: one with the output's
+    /// dtype and shape, row-contiguous ([`donates_to`]). The
     /// scheduler donates it when nothing else holds the input or its
     /// buffer, and calls [`Primitive::eval_donated`]. `None` by default.
     fn donor(&self, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Option<usize> {

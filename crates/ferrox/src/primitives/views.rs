@@ -543,14 +543,23 @@ impl Primitive for StopGradient {
 
 /// The first input unchanged, refusing derivatives with respect to the
 /// others (the guarded inputs, which it reads for nothing else): the vjp
-/// for a guarded input raises MLX's ValueError. Quantized products guard
-/// their dequantized weights with the fp modes' scales, which MLX's
-/// products do not differentiate (the scales reach the weights only
-/// through a `stop_gradient`).
+/// for a guarded input raises MLX's error. Quantized products guard their
+/// dequantized weights with the packed weights (MLX's RuntimeError) and
+/// the fp modes' scales (MLX's ValueError; the scales reach the weights
+/// only through a `stop_gradient`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RefuseGradient {
-    /// What has no gradient, for the message ("scales in mxfp4 quantization").
+    /// One per guarded input (inputs 1, 2, ...), in order.
+    pub refusals: Vec<Refusal>,
+}
+
+/// Why a [`RefuseGradient`] input has no gradient.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Refusal {
+    /// What has no gradient, for the message ("the quantized weights").
     pub what: String,
+    /// Whether MLX raises a RuntimeError for it (else a ValueError).
+    pub runtime: bool,
 }
 
 impl Primitive for RefuseGradient {
@@ -559,6 +568,9 @@ impl Primitive for RefuseGradient {
     }
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
         let x = inputs.first().ok_or_else(|| mismatch(self.name(), "takes at least one input."))?;
+        if inputs.len() != self.refusals.len() + 1 {
+            return Err(mismatch(self.name(), "takes one input per refusal after the value."));
+        }
         one_output(x.shape().to_vec(), x.dtype())
     }
     fn is_view(&self) -> bool {
@@ -568,11 +580,15 @@ impl Primitive for RefuseGradient {
         Ok(view(&inputs[0], inputs[0].layout.clone()))
     }
     fn vjp(&self, _: &[Array], _: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        if argnums.iter().any(|&i| i > 0) {
-            return Err(crate::error::Error::invalid(
-                "QuantizedMatmul::vjp",
-                format!("no gradient wrt {}.", self.what),
-            ));
+        let mut guarded: Vec<usize> = argnums.iter().copied().filter(|&i| i > 0).collect();
+        guarded.sort_unstable();
+        if let Some(refusal) = guarded.first().and_then(|&i| self.refusals.get(i - 1)) {
+            let (op, msg) = ("QuantizedMatmul::vjp", format!("no gradient wrt {}.", refusal.what));
+            return Err(if refusal.runtime {
+                crate::error::Error::Runtime { op, msg }
+            } else {
+                crate::error::Error::invalid(op, msg)
+            });
         }
         Ok(argnums.iter().map(|_| cotangents[0].clone()).collect())
     }

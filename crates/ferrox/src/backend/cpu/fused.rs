@@ -71,9 +71,34 @@ impl Blocks {
     }
 }
 
+/// An output computed over a donated input's buffer: output `output` is
+/// written at `bytes`, the buffer of an input row-contiguous over the
+/// output's shape, which the program reads beside it. Each block (or tile)
+/// reads its part of that input before its outputs are written, and writes
+/// only its own part, so the donated output never takes a direct write (a
+/// step's kernel would write memory its operand reads).
+#[derive(Clone, Copy)]
+pub struct Donated {
+    /// The output computed over the buffer.
+    pub output: usize,
+    /// The first element the donor's layout reads.
+    pub bytes: SendPtr<u8>,
+}
+
 /// Runs `program` over `inputs` (layouts broadcast to `shape`); one
-/// row-contiguous storage per output.
-pub fn fused(program: &FusedProgram, inputs: &[(&CpuBuffer, Layout)], shape: &[usize]) -> Result<Vec<CpuStorage>> {
+/// row-contiguous storage per output, but `None` for the output computed
+/// over the `donated` buffer.
+///
+/// # Safety
+/// A `donated` pointer must point to `numel(shape)` elements of its
+/// output's dtype, the buffer of an input read through a row-contiguous
+/// layout of `shape`, which nothing but this call reads or writes.
+pub unsafe fn fused(
+    program: &FusedProgram,
+    inputs: &[(&CpuBuffer, Layout)],
+    shape: &[usize],
+    donated: Option<Donated>,
+) -> Result<Vec<Option<CpuStorage>>> {
     let n = numel(shape);
     let dtypes: Vec<Dtype> = program.outputs.iter().map(|&o| program.steps[o].dtype).collect();
     let strides: Vec<&[isize]> = inputs.iter().map(|(_, l)| l.strides.as_slice()).collect();
@@ -82,19 +107,20 @@ pub fn fused(program: &FusedProgram, inputs: &[(&CpuBuffer, Layout)], shape: &[u
         if n == 0 {
             return Ok(());
         }
-        if let Some(tiled) = Tiled::new(program, inputs, &dims, &strides)? {
+        let direct = |k: usize| donated.is_none_or(|d| d.output != k);
+        if let Some(tiled) = Tiled::new(program, inputs, &dims, &strides, direct)? {
             // SAFETY: each output holds `n` elements of its dtype, written
-            // by this call alone.
+            // by this call alone (a donated one read first, tile by tile).
             return unsafe { tiled.run(outs) };
         }
         let blocks = Blocks::new(&dims);
-        let plan = Plan::new(program, true);
+        let plan = Plan::new(program, direct);
         for_each_run(n, blocks.count, |first, end| {
             let mut state = BlockState::new(&plan, &strides, &blocks)?;
             (first..end).try_for_each(|b| state.run(program, &plan, inputs, &strides, &blocks, b, outs))
         })
     };
-    with_outputs(&dtypes, n, &mut Vec::new(), &mut work)
+    with_outputs(&dtypes, n, donated, &mut Vec::new(), &mut work)
 }
 
 /// Runs `run(first, end)` over runs of consecutive pieces (blocks or tiles)
@@ -121,25 +147,32 @@ pub(super) fn offset_of_index(offset: isize, dims: &[usize], strides: &[isize], 
     at
 }
 
-/// Allocates one output of each dtype and runs `work` with pointers to
-/// their bytes.
+/// Allocates one output of each dtype (but the `donated` one, already
+/// there) and runs `work` with pointers to their bytes.
 fn with_outputs(
     dtypes: &[Dtype],
     n: usize,
+    donated: Option<Donated>,
     ptrs: &mut Vec<SendPtr<u8>>,
     work: &mut dyn FnMut(&[SendPtr<u8>]) -> Result<()>,
-) -> Result<Vec<CpuStorage>> {
+) -> Result<Vec<Option<CpuStorage>>> {
     let Some((&first, rest)) = dtypes.split_first() else {
         work(ptrs)?;
         return Ok(Vec::new());
     };
+    if let Some(d) = donated.filter(|d| d.output == ptrs.len()) {
+        ptrs.push(d.bytes);
+        let mut out = vec![None];
+        out.extend(with_outputs(rest, n, donated, ptrs, work)?);
+        return Ok(out);
+    }
     let mut later = None;
     let storage = CpuStorage::filled_with(first, n, |bytes| {
         ptrs.push(SendPtr(bytes.as_mut_ptr()));
-        later = Some(with_outputs(rest, n, ptrs, work)?);
+        later = Some(with_outputs(rest, n, donated, ptrs, work)?);
         Ok(())
     })?;
-    let mut out = vec![storage];
+    let mut out = vec![Some(storage)];
     out.extend(later.expect("the fill ran"));
     Ok(out)
 }
@@ -165,9 +198,9 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    /// The plan of `program`; outputs are written directly when
-    /// `direct_outputs` allows and their step qualifies.
-    pub(super) fn new(program: &FusedProgram, direct_outputs: bool) -> Plan {
+    /// The plan of `program`; output `k` is written directly when
+    /// `direct_output(k)` allows and its step qualifies.
+    pub(super) fn new(program: &FusedProgram, direct_output: impl Fn(usize) -> bool) -> Plan {
         let steps = &program.steps;
         let mut read_later = vec![false; steps.len()];
         for step in steps {
@@ -182,7 +215,7 @@ impl Plan {
             let once = program.outputs.iter().filter(|&&p| p == o).count() == 1;
             // Bool outputs are filled through bytes that may hold other
             // values before the fill; they go through a step buffer.
-            if direct_outputs && once && !read_later[o] && steps[o].dtype != Dtype::Bool {
+            if direct_output(k) && once && !read_later[o] && steps[o].dtype != Dtype::Bool {
                 direct[o] = Some(k);
             }
         }
@@ -499,7 +532,7 @@ pub fn fused_reduce(
     };
     let value_dtype = program.steps[program.outputs[0]].dtype;
     let work = reduce::work_dtype(op, value_dtype, out_dtype);
-    let plan = Plan::new(program, false);
+    let plan = Plan::new(program, |_| false);
     let value_slot = plan.slot_of[program.outputs[0]].ok_or_else(|| missing_value(program))?;
     // The `len` values from position `j0` of the run at index `row` of `shape[..lead]`.
     let piece = |row: usize, j0: usize, len: usize| -> Result<CpuBuffer> {

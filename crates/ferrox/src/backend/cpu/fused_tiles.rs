@@ -110,17 +110,20 @@ impl<'a> Tiled<'a> {
     /// `program` resolved for `inputs` (laid out over `dims` by `strides`,
     /// from [`crate::shape::collapse_dims_of`]), or `None` where the block
     /// path should run it: too few elements, or a last axis too short.
+    /// Output `k` is written by its step directly only if `direct_output(k)`
+    /// (else copied from a tile buffer once the tile's steps have run).
     pub fn new(
         program: &FusedProgram,
         inputs: &'a [(&'a CpuBuffer, Layout)],
         dims: &'a [usize],
         strides: &'a [Vec<isize>],
+        direct_output: impl Fn(usize) -> bool,
     ) -> Result<Option<Tiled<'a>>> {
         let Some(&inner) = dims.last() else { return Ok(None) };
         if numel(dims) < MIN_ELEMENTS || inner < MIN_ROW {
             return Ok(None);
         }
-        let plan = Plan::new(program, true);
+        let plan = Plan::new(program, direct_output);
         let mut buffers = plan.slot_dtypes.len();
         let mut tile_inputs = Vec::with_capacity(inputs.len());
         for (j, ((buffer, layout), strides)) in inputs.iter().zip(strides).enumerate() {

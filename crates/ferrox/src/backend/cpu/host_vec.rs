@@ -59,6 +59,16 @@ impl<T> HostVec<T> {
             Repr::Foreign { .. } => None,
         }
     }
+
+    /// A pointer to the elements for writing, when ferrox owns them, made
+    /// without a reference to them (`Vec::as_mut_ptr`): slices read through
+    /// `Deref` stay valid beside writes through it to other elements.
+    pub fn owned_mut_ptr(&mut self) -> Option<*mut T> {
+        match &mut self.repr {
+            Repr::Owned(v) => Some(v.as_mut_ptr()),
+            Repr::Foreign { .. } => None,
+        }
+    }
 }
 
 impl<T: Clone> HostVec<T> {

@@ -307,7 +307,36 @@ impl Backend for CpuBackend {
         shape: &[usize],
     ) -> Result<Vec<Storage>> {
         let inputs: Vec<(&CpuBuffer, Layout)> = inputs.iter().map(|(s, l)| (host(s), l.clone())).collect();
-        Ok(fused::fused(program, &inputs, shape)?.into_iter().map(Storage::Cpu).collect())
+        // SAFETY: nothing is donated.
+        let outputs = unsafe { fused::fused(program, &inputs, shape, None)? };
+        Ok(outputs.into_iter().map(|s| Storage::Cpu(s.expect("every output is allocated"))).collect())
+    }
+
+    fn fused_donated(
+        &self,
+        program: &super::fused::FusedProgram,
+        inputs: &[(Option<&Storage>, Layout)],
+        donor: &mut Storage,
+        output: usize,
+        shape: &[usize],
+    ) -> Result<Vec<Option<Storage>>> {
+        let offset = inputs.iter().find(|(s, _)| s.is_none()).expect("the donor's place is marked").1.offset;
+        let buffer = host_mut(donor);
+        let Some(start) = buffer.owned_mut_ptr() else {
+            return super::fused_without_donation(self, program, inputs, donor, shape);
+        };
+        // SAFETY: the donor's layout reads `numel(shape)` elements from
+        // `offset` on, inside the buffer.
+        let bytes = unsafe { start.add(offset * buffer_dtype(buffer).size()) };
+        let donated = fused::Donated { output, bytes: strided::SendPtr(bytes) };
+        let buffer = &*buffer;
+        let inputs: Vec<(&CpuBuffer, Layout)> =
+            inputs.iter().map(|(s, l)| (s.map_or(buffer, host), l.clone())).collect();
+        // SAFETY: the donor is the input the `None` stood for, read through
+        // a row-contiguous layout of `shape` in output `output`'s dtype
+        // (the scheduler's donation), and this call's alone.
+        let outputs = unsafe { fused::fused(program, &inputs, shape, Some(donated))? };
+        Ok(outputs.into_iter().map(|s| s.map(Storage::Cpu)).collect())
     }
 
     fn fused_reduce(

@@ -199,6 +199,12 @@ impl CpuBuffer {
     pub fn is_foreign(&self) -> bool {
         with_buffer!(self, v => v.is_foreign())
     }
+
+    /// A pointer to the bytes for writing, when ferrox owns them (see
+    /// [`HostVec::owned_mut_ptr`]).
+    pub fn owned_mut_ptr(&mut self) -> Option<*mut u8> {
+        with_buffer!(self, v => v.owned_mut_ptr().map(|p| p.cast::<u8>()))
+    }
 }
 
 /// Element types that live in a [`CpuBuffer`].

@@ -440,22 +440,37 @@ pub(super) fn generated_kernels(
 
 /// Runs `program` over `inputs` (layouts broadcast to `shape`) as one
 /// kernel; `None` when the program needs the step-by-step path.
+///
+/// With `donated = Some((j, k))`, output `k` is written over input `j`
+/// (donated by the scheduler: row-contiguous over `shape`, of the output's
+/// dtype, read by nothing else) and its entry in the result is `None`:
+/// each thread reads its elements of the input before it writes them.
 pub(crate) fn fused(
     s: &Arc<GpuStream>,
     program: &FusedProgram,
     inputs: &[(&CudaStorage, Layout)],
     shape: &[usize],
-) -> Result<Option<Vec<CudaStorage>>> {
+    donated: Option<(usize, usize)>,
+) -> Result<Option<Vec<Option<CudaStorage>>>> {
     let Some(module) = module_dtype(program) else { return Ok(None) };
     let n = crate::shape::numel(shape);
-    let outputs = program
-        .outputs
-        .iter()
-        .map(|&o| CudaStorage::alloc(program.steps[o].dtype, n, s))
+    let outputs = (0..program.outputs.len())
+        .map(|k| match donated {
+            Some((_, d)) if d == k => Ok(None),
+            _ => CudaStorage::alloc(program.steps[program.outputs[k]].dtype, n, s).map(Some),
+        })
         .collect::<Result<Vec<_>>>()?;
     if n == 0 {
         return Ok(Some(outputs));
     }
+    let output_ptrs: Vec<(u64, Dtype)> = outputs
+        .iter()
+        .map(|o| match (o, donated) {
+            (Some(o), _) => (o.ptr_at(0), o.dtype()),
+            (None, Some((j, _))) => (inputs[j].0.ptr_at(inputs[j].1.offset), inputs[j].0.dtype()),
+            (None, None) => unreachable!("only a donated output is not allocated"),
+        })
+        .collect();
     let modes: Vec<InputMode> = inputs.iter().map(|(_, l)| InputMode::of(l)).collect();
     let p = pack_elements(program);
     let aligned = |ptr: u64, d: Dtype| ptr.is_multiple_of((p * d.size()) as u64);
@@ -469,15 +484,15 @@ pub(crate) fn fused(
     let vector = p > 1
         && n.div_ceil(BLOCK as usize * p * PACKS_PER_THREAD) <= i32::MAX as usize
         && inputs.iter().map(|(x, l)| (*x, l)).zip(&modes).zip(&rows).all(packs_fit)
-        && outputs.iter().all(|o| aligned(o.ptr_at(0), o.dtype()));
+        && output_ptrs.iter().all(|&(ptr, d)| aligned(ptr, d));
     let variant = Variant { modes: modes.clone(), vector, reduce: None };
     let f = generated_kernels(program, &variant, &["fx_fused"], || kernel_source(program, module, &modes, vector))?[0];
     let mut args = Args::new();
     for (x, l) in inputs {
         args = args.arg(x.ptr_at(l.offset));
     }
-    for o in &outputs {
-        args = args.arg(o.ptr_at(0));
+    for &(ptr, _) in &output_ptrs {
+        args = args.arg(ptr);
     }
     args = args.arg(n as i64);
     for (((_, l), &m), &w) in inputs.iter().zip(&modes).zip(&rows) {

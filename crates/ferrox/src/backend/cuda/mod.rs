@@ -496,9 +496,27 @@ impl Backend for CudaBackend {
         shape: &[usize],
     ) -> Result<Vec<Storage>> {
         let ins = inputs.iter().map(|(s, l)| Ok((self.input(s)?, l.clone()))).collect::<Result<Vec<_>>>()?;
-        match fused::fused(&self.stream, program, &ins, shape)? {
-            Some(out) => out.into_iter().map(wrap).collect(),
+        match fused::fused(&self.stream, program, &ins, shape, None)? {
+            Some(out) => out.into_iter().map(|o| wrap(o.expect("every output is allocated"))).collect(),
             None => super::fused::run_step_by_step(self, program, inputs, shape),
+        }
+    }
+
+    fn fused_donated(
+        &self,
+        program: &super::fused::FusedProgram,
+        inputs: &[(Option<&Storage>, Layout)],
+        donor: &mut Storage,
+        output: usize,
+        shape: &[usize],
+    ) -> Result<Vec<Option<Storage>>> {
+        let donor = &*donor;
+        let at = inputs.iter().position(|(s, _)| s.is_none()).expect("the donor's place is marked");
+        let ins =
+            inputs.iter().map(|(s, l)| Ok((self.input(s.unwrap_or(donor))?, l.clone()))).collect::<Result<Vec<_>>>()?;
+        match fused::fused(&self.stream, program, &ins, shape, Some((at, output)))? {
+            Some(out) => out.into_iter().map(|o| o.map(wrap).transpose()).collect(),
+            None => super::fused_without_donation(self, program, inputs, donor, shape),
         }
     }
 

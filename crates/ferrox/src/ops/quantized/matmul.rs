@@ -15,16 +15,21 @@ fn dequantize_for_product(
     dtype: Dtype,
     global: Option<&Array>,
 ) -> Result<Array> {
-    match (mode, biases) {
-        (QuantizationMode::Affine, Some(b)) => affine_dequantize(w, scales, b, gs, bits),
+    use crate::primitives::{Refusal, RefuseGradient};
+    // As MLX's products: no gradient for the packed weights, nor for the
+    // fp modes' scales.
+    let mut refusals = vec![Refusal { what: "the quantized weights".into(), runtime: true }];
+    let mut guarded = vec![w.clone()];
+    let deq = match (mode, biases) {
+        (QuantizationMode::Affine, Some(b)) => affine_dequantize(w, scales, b, gs, bits)?,
         _ => {
-            let deq = astype(&fp_dequantize(w, scales, gs, bits, mode, dtype, global)?, dtype)?;
-            // As MLX's products, no gradient for the fp modes' scales.
-            let what = format!("scales in {} quantization", mode.name());
-            let guard = crate::primitives::RefuseGradient { what };
-            Array::from_primitive(deq.shape().to_vec(), deq.dtype(), guard, vec![deq.clone(), scales.clone()])
+            refusals.push(Refusal { what: format!("scales in {} quantization", mode.name()), runtime: false });
+            guarded.push(scales.clone());
+            astype(&fp_dequantize(w, scales, gs, bits, mode, dtype, global)?, dtype)?
         }
-    }
+    };
+    let inputs = std::iter::once(deq.clone()).chain(guarded).collect();
+    Array::from_primitive(deq.shape().to_vec(), deq.dtype(), RefuseGradient { refusals }, inputs)
 }
 
 // ---------------------------------------------------------------- products
@@ -40,8 +45,8 @@ fn dequantize_for_product(
 /// over the inner dimension is `matmul`'s, so results differ from MLX's CPU
 /// kernels by float rounding (MLX accumulates group by group). Gradients
 /// flow to `x` and, for affine, to the scales and biases (as MLX's); the
-/// fp modes' scales raise a ValueError as MLX's do; `w` gets a zero
-/// gradient where MLX raises. vmap works (MLX has no batching rule for this op).
+/// fp modes' scales raise a ValueError and `w` a RuntimeError, as MLX's
+/// do. vmap works (MLX has no batching rule for this op).
 ///
 /// ```
 /// use ferrox::{ops, Array, Dtype};
