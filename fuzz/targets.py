@@ -19,6 +19,9 @@ from .values import Gen, Value
 
 # Public names that are not operations to call.
 SKIP = {"array", "Device", "DeviceType", "Dtype", "DtypeCategory", "Stream", "cuda"}
+# Submodules whose functions are fuzzed beside the top level's (as
+# `fx.<module>.<name>`, compared with `mx.<module>.<name>`).
+SUBMODULES = ("fft", "linalg")
 # Functions that change process-wide state the worker restores after each call.
 STATEFUL = {"set_default_device", "set_default_stream", "set_memory_limit", "set_cache_limit", "clear_cache",
             "reset_peak_memory", "clear_streams", "set_printoptions"}
@@ -57,6 +60,12 @@ def _arg_for(g: Gen, name: str) -> Value:
     if name in ("k", "n", "m", "num"):
         return g.integer()
     if name in ("start", "stop", "step"):
+        return g.number()
+    if name == "s":
+        return g.shape()
+    if name == "norm":
+        return Value(g.pick(["'backward'", "'ortho'", "'forward'", "'unitary'", "None"]))
+    if name == "d":
         return g.number()
     if name in ("limit",):
         return g.memory_size()
@@ -202,6 +211,11 @@ class Targets:
                 self.functions.append((name, inspect.signature(obj)))
             except (TypeError, ValueError):
                 self.functions.append((name, None))
+        for module in SUBMODULES:
+            for name in sorted(dir(getattr(fx, module))):
+                obj = getattr(getattr(fx, module), name)
+                if not name.startswith("_") and callable(obj):
+                    self.functions.append((f"{module}.{name}", inspect.signature(obj)))
         self.methods, self.properties = [], []
         for name in sorted(dir(fx.array)):
             if name.startswith("_"):

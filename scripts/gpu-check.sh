@@ -120,10 +120,11 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     FERROX_CUDNN=0 python3 benches/conv_passes.py 2>&1 | tee "$OUT/conv_fallback.log"
     python3 benches/train_step.py ${TRAIN_BENCH_ARGS:-} 2>&1 | tee "$OUT/train_step.log"
     python3 benches/compile.py ${COMPILE_BENCH_ARGS:-} 2>&1 | tee "$OUT/compile.log"
+    python3 benches/fft.py --device gpu 2>&1 | tee "$OUT/fft.log"
 fi
 
 echo "==== summary ===="
 tail -n 3 "$OUT/pytest.log" 2>/dev/null
 cat "$OUT/summary.log" 2>/dev/null
-cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/conv_fallback.log" "$OUT/train_step.log" "$OUT/compile.log" 2>/dev/null | grep -v "^$"
+cat "$OUT/gpu_ops.log" "$OUT/autodiff.log" "$OUT/io.log" "$OUT/random_floor.log" "$OUT/fast_ops.log" "$OUT/conv_fallback.log" "$OUT/train_step.log" "$OUT/compile.log" "$OUT/fft.log" 2>/dev/null | grep -v "^$"
 exit "$status"

@@ -55,6 +55,8 @@ STUBS = {
     "ferrox.cuda": PACKAGE / "cuda.pyi",
     "ferrox.random": PACKAGE / "random.pyi",
     "ferrox.fast": PACKAGE / "fast.pyi",
+    "ferrox.fft": PACKAGE / "fft.pyi",
+    "ferrox.linalg": PACKAGE / "linalg.pyi",
     "ferrox.metal": PACKAGE / "metal.pyi",
     "ferrox.distributed": PACKAGE / "distributed.pyi",
 }
@@ -77,6 +79,7 @@ RUST_TYPES = {
     "bool": "bool",
     **dict.fromkeys(["String", "str", "char", "PyString"], "str"),
     "PathBuf": PATH,
+    "AxesArg": "Sequence[int] | None",
     "Option": lambda args, ret: f"{args[0]} | None",
     "Vec": lambda args, ret: f"list[{args[0]}]" if ret else f"Sequence[{args[0]}]",
     "slice": lambda args, ret: f"Sequence[{args[0]}]",  # &[T]
@@ -173,6 +176,7 @@ PARSERS = {
     "mask": ARRAY_LIKE,
     "is_container": "Any",  # a tree of lists, tuples and dicts
     "collect_state": "Any",
+    "ord_arg": "int | float | str | None",
 }
 # Object parameters that a binding parses inline, with several accepted
 # forms, by (Rust function, parameter).

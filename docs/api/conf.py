@@ -61,6 +61,8 @@ PYTHON_GROUPS = {"ferrox._autodiff": "transforms", "ferrox._compile": "compile",
 MODULES = {
     "ferrox.random": "Random number generation",
     "ferrox.fast": "Fused kernels and custom kernels",
+    "ferrox.fft": "Fast Fourier transforms",
+    "ferrox.linalg": "Linear algebra",
     "ferrox.cuda": "CUDA",
     "ferrox.metal": "Metal",
     "ferrox.distributed": "Distributed communication",

@@ -7,11 +7,13 @@ each API group.
 
 from ferrox import _core
 from ferrox._core import *  # noqa: F401,F403  (the mlx.core namespace)
-from ferrox._core import array, fast, random, where  # noqa: F401  (explicit for readers and linters)
+from ferrox._core import array, fast, fft, linalg, random, where  # noqa: F401  (explicit for readers and linters)
 from ferrox import cuda, distributed, metal  # noqa: F401
 from ferrox._compile import async_eval, compile, disable_compile, enable_compile  # noqa: F401
 from ferrox._autodiff import checkpoint, custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: F401
 from ferrox._export import FunctionExporter, export_function, export_to_dot, exporter, import_function  # noqa: F401
+
+matrix_norm = linalg.norm  # MLX's top-level alias
 
 del cuda_is_available, cuda_device_name, cuda_set_allow_tf32, cuda_libraries  # noqa: F821  (exposed in ferrox.cuda)
 

@@ -10,6 +10,8 @@ from typing_extensions import Buffer
 from . import cuda as cuda
 from . import distributed as distributed
 from . import fast as fast
+from . import fft as fft
+from . import linalg as linalg
 from . import metal as metal
 from . import random as random
 from . import utils as utils
@@ -710,6 +712,8 @@ def logsumexp(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims
     """log(sum(exp(a))) over `axis`, computed without overflow."""
 def matmul(a: _ArrayLike, b: _ArrayLike, /, *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """The matrix product with NumPy's rules for 1-D operands and broadcast batch axes."""
+def matrix_norm(a: _ArrayLike, /, ord: int | float | str | None = ..., axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream = ...) -> array:
+    """Matrix or vector norm."""
 def matrix_transpose(a: _ArrayLike, /, *, stream: Stream | Device | DeviceType | None = ...) -> array:
     """Swaps the last two axes of `a` (at least 2-d; ValueError otherwise)."""
 def max(a: _ArrayLike, /, axis: int | Sequence[int] | None = ..., keepdims: bool = ..., *, stream: Stream | Device | DeviceType | None = ...) -> array:

@@ -323,7 +323,17 @@ def _structural_cases():
         ("cross_entropy", _cross_entropy, [x]),
         ("broadcast_arrays", lambda a, b: fx.broadcast_arrays(a, b), [x[:, :1], fx.ones((4,))]),
         ("mxfp4_matmul", _mxfp4_matmul, [fx.ones((2, 32))]),
+        ("fft", lambda a: (fx.fft.fft(a), fx.fft.rfft2(a, norm="ortho"), fx.fft.irfft(fx.fft.fft(a), n=5)), [x]),
+        ("linalg", _linalg_ops, [x]),
     ]
+
+
+def _linalg_ops(a):
+    """The Linalg primitive's routines (inverse, solves, factorizations)."""
+    m = a[:, :, :3] + 20 * fx.eye(3)
+    s = m @ fx.swapaxes(m, -1, -2)
+    return (fx.linalg.inv(m), fx.linalg.solve(m, a), fx.linalg.solve_triangular(m, a, upper=True),
+            *fx.linalg.qr(a), *fx.linalg.svd(a), *fx.linalg.eigh(s), fx.linalg.cholesky(s), *fx.linalg.lu_factor(a))
 
 
 def _mxfp4_matmul(x):

@@ -18,7 +18,9 @@ mod dtype;
 mod errors;
 mod export;
 mod fast;
+mod fft;
 mod io;
+mod linalg;
 mod methods;
 mod nn;
 mod ops;
@@ -40,6 +42,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     compile::register(m)?;
     random::register(m)?;
     fast::register(m)?;
+    fft::register(m)?;
+    linalg::register(m)?;
     nn::register(m)?;
     optimizers::register(m)?;
     io::register(m)?;

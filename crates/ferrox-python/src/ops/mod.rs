@@ -8,8 +8,8 @@ mod convolution;
 mod creation;
 mod elementwise;
 mod indexing;
-mod linalg;
 mod math;
+mod matmul;
 mod memory;
 mod quantized;
 mod rearrange;
@@ -35,7 +35,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reduction::register(m)?;
     scan::register(m)?;
     indexing::register(m)?;
-    linalg::register(m)?;
+    matmul::register(m)?;
     creation::register(m)?;
     contraction::register(m)?;
     convolution::register(m)?;

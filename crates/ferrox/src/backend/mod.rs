@@ -361,6 +361,158 @@ impl ScanOp {
     }
 }
 
+/// The discrete Fourier transforms of `fft`, one per (direction, real)
+/// pair as MLX's `FFT` primitive has them. Transforms are unnormalized:
+/// the forward transform is `X[k] = sum x[j] e^(-2 pi i jk/n)`, the inverse
+/// the same sum with `e^(+2 pi i jk/n)` and no `1/n` (the op builders fold
+/// normalization into the output scale).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+pub enum FftOp {
+    /// complex64 to complex64, forward.
+    Forward,
+    /// complex64 to complex64, inverse.
+    Inverse,
+    /// float32 to complex64, forward: the last transformed axis keeps its
+    /// `n / 2 + 1` non-negative frequencies.
+    RealForward,
+    /// complex64 to float32, inverse: the last transformed axis holds the
+    /// `n / 2 + 1` non-negative frequencies of a Hermitian spectrum whose
+    /// real signal has length `n`.
+    RealInverse,
+}
+
+impl FftOp {
+    /// Whether the transform is an inverse one.
+    pub fn is_inverse(self) -> bool {
+        matches!(self, FftOp::Inverse | FftOp::RealInverse)
+    }
+
+    /// Whether one side of the transform is real.
+    pub fn is_real(self) -> bool {
+        matches!(self, FftOp::RealForward | FftOp::RealInverse)
+    }
+
+    /// The dtype the transform reads.
+    pub fn input_dtype(self) -> Dtype {
+        if self == FftOp::RealForward {
+            Dtype::F32
+        } else {
+            Dtype::C64
+        }
+    }
+
+    /// The dtype the transform writes.
+    pub fn output_dtype(self) -> Dtype {
+        if self == FftOp::RealInverse {
+            Dtype::F32
+        } else {
+            Dtype::C64
+        }
+    }
+}
+
+/// The dense linear algebra routines of `linalg`, each over the last two
+/// axes of its inputs and batched over the leading ones (which the op
+/// builders make equal). float32 and float64; outputs keep the input dtype
+/// except where noted.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+pub enum LinalgOp {
+    /// `A = L L^T` of a symmetric positive definite `A` (reading its lower
+    /// triangle, or its upper one when `upper`): `L`, or `U = L^T` when `upper`.
+    Cholesky {
+        /// Return (and read) the upper factor.
+        upper: bool,
+    },
+    /// The inverse of a square `A` (LU with partial pivoting).
+    Inverse,
+    /// The inverse of the lower (or `upper`) triangle of `A`.
+    TriangularInverse {
+        /// Invert the upper triangle.
+        upper: bool,
+    },
+    /// `X` with `A X = B`: inputs `A [.., n, n]` and `B [.., n, k]`.
+    Solve,
+    /// `X` with `T X = B` for the lower (or `upper`) triangle `T` of `A`.
+    SolveTriangular {
+        /// Use the upper triangle.
+        upper: bool,
+    },
+    /// The reduced QR factorization `A [m, n] = Q [m, k] R [k, n]`, `k = min(m, n)`.
+    Qr,
+    /// The singular value decomposition: `U [m, m]`, `S [k]` (descending,
+    /// non-negative), `Vt [n, n]`; only `S` without `compute_uv`.
+    Svd {
+        /// Whether to return `U` and `Vt`.
+        compute_uv: bool,
+    },
+    /// The eigenvalues (ascending) and, with `vectors`, the eigenvectors
+    /// (columns) of a symmetric `A`, reading its lower (or `upper`) triangle.
+    Eigh {
+        /// Read the upper triangle.
+        upper: bool,
+        /// Whether to return the eigenvectors.
+        vectors: bool,
+    },
+    /// The eigenvalues and, with `vectors`, the (unit-norm) eigenvectors of
+    /// a general square `A`, both complex64.
+    Eig {
+        /// Whether to return the eigenvectors.
+        vectors: bool,
+    },
+    /// The LU factorization with partial pivoting of `A [m, n]`: the packed
+    /// factors (`L` strictly below the diagonal, unit diagonal implied, `U`
+    /// on and above), LAPACK's pivots (uint32, 0-based: row `i` was swapped
+    /// with row `pivots[i]`, length `min(m, n)`), and the row permutation
+    /// `p` (uint32, length `m`) with `A = (L U)[p]`.
+    LuFactor,
+}
+
+impl LinalgOp {
+    /// The name of the op in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinalgOp::Cholesky { .. } => "linalg::cholesky",
+            LinalgOp::Inverse => "linalg::inv",
+            LinalgOp::TriangularInverse { .. } => "linalg::tri_inv",
+            LinalgOp::Solve => "linalg::solve",
+            LinalgOp::SolveTriangular { .. } => "linalg::solve_triangular",
+            LinalgOp::Qr => "linalg::qr",
+            LinalgOp::Svd { .. } => "linalg::svd",
+            LinalgOp::Eigh { .. } => "linalg::eigh",
+            LinalgOp::Eig { .. } => "linalg::eig",
+            LinalgOp::LuFactor => "linalg::lu_factor",
+        }
+    }
+
+    /// The shapes and dtypes of the outputs for inputs of `shapes` and
+    /// `dtype` (which the op builders check).
+    pub fn outputs(self, shapes: &[&[usize]], dtype: Dtype) -> Vec<(Vec<usize>, Dtype)> {
+        let a = shapes[0];
+        let nd = a.len();
+        let (batch, m, n) = (&a[..nd - 2], a[nd - 2], a[nd - 1]);
+        let k = m.min(n);
+        let shaped = |tail: &[usize]| -> Vec<usize> { batch.iter().chain(tail).copied().collect() };
+        match self {
+            LinalgOp::Cholesky { .. } | LinalgOp::Inverse | LinalgOp::TriangularInverse { .. } => {
+                vec![(a.to_vec(), dtype)]
+            }
+            LinalgOp::Solve | LinalgOp::SolveTriangular { .. } => vec![(shapes[1].to_vec(), dtype)],
+            LinalgOp::Qr => vec![(shaped(&[m, k]), dtype), (shaped(&[k, n]), dtype)],
+            LinalgOp::Svd { compute_uv: false } => vec![(shaped(&[k]), dtype)],
+            LinalgOp::Svd { compute_uv: true } => {
+                vec![(shaped(&[m, m]), dtype), (shaped(&[k]), dtype), (shaped(&[n, n]), dtype)]
+            }
+            LinalgOp::Eigh { vectors: false, .. } => vec![(shaped(&[n]), dtype)],
+            LinalgOp::Eigh { vectors: true, .. } => vec![(shaped(&[n]), dtype), (a.to_vec(), dtype)],
+            LinalgOp::Eig { vectors: false } => vec![(shaped(&[n]), Dtype::C64)],
+            LinalgOp::Eig { vectors: true } => vec![(shaped(&[n]), Dtype::C64), (a.to_vec(), Dtype::C64)],
+            LinalgOp::LuFactor => {
+                vec![(a.to_vec(), dtype), (shaped(&[k]), Dtype::U32), (shaped(&[m]), Dtype::U32)]
+            }
+        }
+    }
+}
+
 /// Index-of reductions along one axis; results are uint32.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum ArgReduceOp {
@@ -554,6 +706,31 @@ pub trait Backend: Send + Sync {
         reverse: bool,
         inclusive: bool,
     ) -> Result<Storage>;
+
+    /// The unnormalized discrete Fourier transform `op` of `x` over `axes`
+    /// (distinct, non-empty), times `scale`, as a row-contiguous array of
+    /// `out_shape`. `x` has `op`'s input dtype; its shape equals
+    /// `out_shape` except along the last of `axes` for a real transform,
+    /// where a real signal of length `n` has `n / 2 + 1` frequencies
+    /// (`RealInverse` reads the imaginary parts of the zero and, for even
+    /// `n`, the `n / 2` frequency as zero, as NumPy and cuFFT do). Transform
+    /// lengths are at least 1.
+    fn fft(
+        &self,
+        op: FftOp,
+        x: &Storage,
+        layout: &Layout,
+        axes: &[usize],
+        scale: f64,
+        out_shape: &[usize],
+    ) -> Result<Storage>;
+
+    /// The linear algebra routine `op` over the last two axes of `inputs`
+    /// (float32 or float64, batch axes equal), with the outputs
+    /// [`LinalgOp::outputs`] describes, row-contiguous. A failure that
+    /// leaves no answer (a singular matrix to invert, a matrix that is not
+    /// positive definite) is an error naming the op.
+    fn linalg(&self, op: LinalgOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>>;
 
     /// Sorts every line of `x` along `axis` in ascending order, stably
     /// (equal elements keep their order): NaNs last (a complex64 number is

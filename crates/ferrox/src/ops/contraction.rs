@@ -3,7 +3,7 @@
 //! `diag`, `trace`).
 
 use super::elementwise::{add, astype, conj, multiply};
-use super::linalg::matmul;
+use super::matmul::matmul;
 use super::rearrange::slice_axis;
 use super::reduction::sum;
 use super::shaping::{reshape_to, transpose};
@@ -151,7 +151,7 @@ pub fn addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<A
 }
 
 /// [`addmm`] as one [`AddMatmul`] node, where it is a linear layer's
-/// product and its padding-free (see `ops::linalg`); None otherwise.
+/// product and its padding-free (see `ops::matmul`); None otherwise.
 fn linear_addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Result<Option<Array>> {
     let dtype = a.dtype();
     let fits = alpha == 1.0
@@ -168,7 +168,7 @@ fn linear_addmm(c: &Array, a: &Array, b: &Array, alpha: f64, beta: f64) -> Resul
         return Ok(None);
     }
     let (m, k, n) = (a.shape()[a.ndim() - 2], b.shape()[0], b.shape()[1]);
-    if super::linalg::pads_for_the_gpu(dtype, m, k, n) {
+    if super::matmul::pads_for_the_gpu(dtype, m, k, n) {
         return Ok(None);
     }
     let mut shape = a.shape()[..a.ndim() - 1].to_vec();

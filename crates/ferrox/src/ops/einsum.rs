@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::contraction::diagonal;
 use super::elementwise::multiply;
-use super::linalg::matmul;
+use super::matmul::matmul;
 use super::reduction::sum;
 use super::shaping::{broadcast_to, reshape_to, transpose};
 use crate::array::Array;

@@ -7,7 +7,7 @@
 
 use super::elementwise::{add, astype, multiply, subtract};
 use super::indexing::{index, Index};
-use super::linalg::matmul;
+use super::matmul::matmul;
 use super::shaping::{reshape_to, stack};
 use crate::array::Array;
 use crate::dtype::Dtype;

@@ -7,8 +7,8 @@
 use super::creation::arange;
 use super::elementwise::{astype, broadcast_pair, greater_equal, less, multiply};
 use super::gather::take;
-use super::linalg::matmul;
 use super::math::logical_and;
+use super::matmul::matmul;
 use super::shaping::{broadcast_to, expand_dims, flatten, reshape_to};
 use crate::array::Array;
 use crate::dtype::Dtype;

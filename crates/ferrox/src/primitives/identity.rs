@@ -94,6 +94,8 @@ serializable_primitives!(
     Reduce,
     ArgReduce,
     Scan,
+    Fft,
+    Linalg,
     Sort,
     ArgSort,
     Partition,

@@ -12,9 +12,11 @@ mod creation;
 mod custom_kernel;
 mod elementwise;
 mod fast;
+mod fft;
 mod fused;
 mod gather;
 mod identity;
+mod linalg;
 mod load;
 mod matmul;
 mod metal_kernel;
@@ -34,10 +36,13 @@ pub use elementwise::{AsType, Binary, Select, Unary};
 pub use fast::{
     Attention, AttentionVjp, CrossEntropy, CrossEntropyVjp, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp, Rope,
 };
+pub use fft::Fft;
 pub use fused::{Fused, FusedReduce};
 pub use gather::{Gather, Scatter};
 pub(crate) use identity::opaque_primitive;
 pub use identity::{decode, PrimitiveIdentity, TAGS};
+pub(crate) use linalg::apply as linalg_apply;
+pub use linalg::Linalg;
 pub use load::Load;
 pub use matmul::{AddMatmul, Matmul};
 pub use metal_kernel::{metal_kernel_call, no_metal, MetalKernel};

@@ -7,10 +7,12 @@ pub mod cache;
 pub mod creation;
 pub mod elementwise;
 mod fast;
+mod fft;
 mod fused;
 mod fused_tiles;
 pub mod gather;
 pub mod host_vec;
+pub mod linalg;
 pub mod math;
 pub mod matmul;
 mod norm;
@@ -30,7 +32,7 @@ mod widen;
 pub use host_vec::HostVec;
 pub use storage::{CpuBuffer, CpuElement, CpuStorage};
 
-use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};
+use super::{ArgReduceOp, Backend, BinaryOp, FftOp, LinalgOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -162,6 +164,23 @@ impl Backend for CpuBackend {
         inclusive: bool,
     ) -> Result<Storage> {
         wrap(scan::scan(op, host(x), layout, axis, reverse, inclusive)?)
+    }
+
+    fn fft(
+        &self,
+        op: FftOp,
+        x: &Storage,
+        layout: &Layout,
+        axes: &[usize],
+        scale: f64,
+        out_shape: &[usize],
+    ) -> Result<Storage> {
+        wrap(fft::fft(op, host(x), layout, axes, scale, out_shape)?)
+    }
+
+    fn linalg(&self, op: LinalgOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>> {
+        let host_inputs: Vec<(&CpuBuffer, &Layout)> = inputs.iter().map(|(s, l)| (host(s), *l)).collect();
+        linalg::linalg(op, &host_inputs)?.into_iter().map(wrap).collect()
     }
 
     fn gather(

@@ -195,6 +195,11 @@ macro_rules! with_element_type {
 }
 
 impl CpuBuffer {
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> Dtype {
+        with_buffer!(self, v => element_dtype(v.as_slice()))
+    }
+
     /// Whether the elements live in memory another library owns.
     pub fn is_foreign(&self) -> bool {
         with_buffer!(self, v => v.is_foreign())

@@ -16,10 +16,12 @@ mod creation;
 mod cublaslt_api;
 mod cudnn;
 mod cudnn_api;
+mod cufft_api;
 pub mod custom_kernel;
 mod device;
 mod elementwise;
 mod fast;
+mod fft;
 pub mod fused;
 pub mod fused_reduce;
 mod gather;
@@ -44,7 +46,7 @@ pub use matmul::set_allow_tf32;
 pub use storage::CudaStorage;
 
 use super::cpu::CpuStorage;
-use super::{ArgReduceOp, Backend, BinaryOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};
+use super::{ArgReduceOp, Backend, BinaryOp, FftOp, LinalgOp, ReduceOp, ScanOp, ScatterOp, Storage, UnaryOp};
 use crate::device::Device;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
@@ -361,6 +363,38 @@ impl Backend for CudaBackend {
         inclusive: bool,
     ) -> Result<Storage> {
         wrap(scan::scan(&self.stream, op, self.input(x)?, layout, axis, reverse, inclusive)?)
+    }
+
+    fn fft(
+        &self,
+        op: FftOp,
+        x: &Storage,
+        layout: &Layout,
+        axes: &[usize],
+        scale: f64,
+        out_shape: &[usize],
+    ) -> Result<Storage> {
+        wrap(fft::fft(&self.stream, op, self.input(x)?, layout, axes, scale, out_shape)?)
+    }
+
+    fn linalg(&self, op: LinalgOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>> {
+        // No cuSOLVER path yet: the matrices go to the host and back.
+        libraries::warn_once(
+            "linalg-on-host",
+            "ferrox.linalg runs on the CPU for GPU arrays (copied to the host and back): \
+             its cuSOLVER kernels are not built yet.",
+        );
+        let host: Vec<CpuStorage> = inputs.iter().map(|(s, l)| self.to_host(s, l)).collect::<Result<_>>()?;
+        let host_inputs: Vec<(&super::cpu::CpuBuffer, Layout)> =
+            host.iter().zip(inputs).map(|(h, (_, l))| (h.buffer(), Layout::contiguous(&l.shape))).collect();
+        let refs: Vec<(&super::cpu::CpuBuffer, &Layout)> = host_inputs.iter().map(|(b, l)| (*b, l)).collect();
+        super::cpu::linalg::linalg(op, &refs)?
+            .into_iter()
+            .map(|b| {
+                let host = CpuStorage::new(b);
+                self.upload(&host, &Layout::contiguous(&[host.len()]))
+            })
+            .collect()
     }
 
     fn sort(&self, x: &Storage, layout: &Layout, axis: usize, arg: bool) -> Result<Storage> {

@@ -21,8 +21,8 @@
 use super::creation::{arange, zeros, zeros_like};
 use super::elementwise::{astype, stop_gradient, view, where_};
 use super::gather::take;
-use super::linalg::matmul;
 use super::math::clip;
+use super::matmul::matmul;
 use super::reduction::{max, min, sum};
 use super::shaping::{broadcast_to, concatenate, expand_dims, flatten, reshape, reshape_to, squeeze, swapaxes};
 use super::structured_matmul::gather_mm;

@@ -1,4 +1,4 @@
-//! Linear algebra ops: `matmul`.
+//! Matrix products: `matmul`.
 
 use super::wrap;
 use crate::array::PyArray;
