@@ -186,8 +186,15 @@ def test_negative_dimensions_are_value_errors():
         fx.full(-3, 1.0)
 
 
+# Views of 2**60 float32 elements: 2**62 bytes, beyond any machine's
+# address space, so NumPy's copy fails even where the kernel overcommits
+# memory (a 2**40-element copy, 4 TiB, was granted and then killed the
+# process on the 128 GiB GPU host).
+BEYOND_ADDRESS_SPACE = 2**60
+
+
 def test_exports_of_views_too_large_for_memory_fail_fast():
-    huge = fx.broadcast_to(fx.array(1.0), (2**40,))
+    huge = fx.broadcast_to(fx.array(1.0), (BEYOND_ADDRESS_SPACE,))
     start = time.time()
     with pytest.raises(MemoryError):
         np.array(huge)
@@ -196,7 +203,7 @@ def test_exports_of_views_too_large_for_memory_fail_fast():
     with pytest.raises(MemoryError):
         huge.tolist()
     with pytest.raises(MemoryError):
-        fx.array(np.broadcast_to(np.float32(0), (2**40,)))
+        fx.array(np.broadcast_to(np.float32(0), (BEYOND_ADDRESS_SPACE,)))
     assert time.time() - start < 10
     # Iteration and repr only touch what they show.
     assert next(iter(huge)).item() == 1.0
@@ -210,10 +217,10 @@ def test_numpy_conversion_goes_through_array_and_keeps_its_errors():
     assert np.array(a, copy=True).flags.owndata
     # No fallback to the sequence protocol (2**40 Python objects): the view
     # arrives as a stride-0 NumPy view, and a copy of it is a MemoryError.
-    view = np.asarray(fx.broadcast_to(fx.array(1.0), (2**40,)))
+    view = np.asarray(fx.broadcast_to(fx.array(1.0), (BEYOND_ADDRESS_SPACE,)))
     assert view.strides == (0,) and view[-1] == 1.0
     with pytest.raises(MemoryError):
-        np.array(fx.broadcast_to(fx.array(1.0), (2**40,)), copy=True)
+        np.array(fx.broadcast_to(fx.array(1.0), (BEYOND_ADDRESS_SPACE,)), copy=True)
 
 
 def test_refused_host_allocation_is_a_memory_error():
