@@ -83,6 +83,23 @@ fn diag_matrix(v: &Array) -> Result<Array> {
     ops::multiply(&ops::expand_dims(v, &[-2])?, &eye)
 }
 
+/// `Φ(x)`: the lower triangle of `x` with its diagonal halved (the
+/// Cholesky derivatives' projection).
+fn lower_half_diagonal(x: &Array) -> Result<Array> {
+    ops::subtract(&ops::tril(x, 0)?, &ops::multiply(&diag_matrix(&diag_of(x)?)?, &super::constant(0.5, x))?)
+}
+
+/// The eigenvalues and eigenvectors of an `Eigh` node: its own outputs,
+/// or a decomposition with vectors when it computed values only.
+fn eigenpairs(a: &Array, outputs: &[Array], upper: bool, vectors: bool) -> Result<(Array, Array)> {
+    if vectors {
+        return Ok((outputs[0].clone(), outputs[1].clone()));
+    }
+    let mut both = apply(LinalgOp::Eigh { upper, vectors: true }, &[a.clone()])?;
+    let v = both.pop().expect("two outputs");
+    Ok((both.pop().expect("two outputs"), v))
+}
+
 /// `E` with `E_ij = 1 / (w_j - w_i)` off the diagonal and 0 on it.
 fn inverse_gaps(w: &Array) -> Result<Array> {
     let gaps = ops::subtract(&ops::expand_dims(w, &[-2])?, &ops::expand_dims(w, &[-1])?)?;
@@ -259,20 +276,12 @@ impl Primitive for Linalg {
             LinalgOp::Cholesky { upper } => {
                 let (l, cl) = if upper { (t(&outputs[0])?, t(c)?) } else { (outputs[0].clone(), c.clone()) };
                 let p = mm(&t(&l)?, &cl)?;
-                let phi = ops::subtract(
-                    &ops::tril(&p, 0)?,
-                    &ops::multiply(&diag_matrix(&diag_of(&p)?)?, &super::constant(0.5, &p))?,
-                )?;
+                let phi = lower_half_diagonal(&p)?;
                 let y = Linalg { op: LinalgOp::TriangularInverse { upper: false } }.single(&l)?;
                 vec![symmetrized(&mm(&mm(&t(&y)?, &phi)?, &y)?)?]
             }
             LinalgOp::Eigh { upper, vectors } => {
-                let (w, v) = if vectors {
-                    (outputs[0].clone(), outputs[1].clone())
-                } else {
-                    let both = apply(LinalgOp::Eigh { upper, vectors: true }, &[a.clone()])?;
-                    (both[0].clone(), both[1].clone())
-                };
+                let (w, v) = eigenpairs(a, outputs, upper, vectors)?;
                 let mut inner = diag_matrix(c)?;
                 if vectors {
                     let e = inverse_gaps(&w)?;
@@ -350,20 +359,12 @@ impl Primitive for Linalg {
                 let s = read_symmetric(da, upper)?;
                 let y = Linalg { op: LinalgOp::TriangularInverse { upper: false } }.single(&l)?;
                 let inner = mm(&mm(&y, &s)?, &t(&y)?)?;
-                let phi = ops::subtract(
-                    &ops::tril(&inner, 0)?,
-                    &ops::multiply(&diag_matrix(&diag_of(&inner)?)?, &super::constant(0.5, &inner))?,
-                )?;
+                let phi = lower_half_diagonal(&inner)?;
                 let dl = mm(&l, &phi)?;
                 vec![if upper { t(&dl)? } else { dl }]
             }
             LinalgOp::Eigh { upper, vectors } => {
-                let (w, v) = if vectors {
-                    (outputs[0].clone(), outputs[1].clone())
-                } else {
-                    let both = apply(LinalgOp::Eigh { upper, vectors: true }, &[a.clone()])?;
-                    (both[0].clone(), both[1].clone())
-                };
+                let (w, v) = eigenpairs(a, outputs, upper, vectors)?;
                 let s = read_symmetric(da, upper)?;
                 let m = mm(&mm(&t(&v)?, &s)?, &v)?;
                 let dw = diag_of(&m)?;
