@@ -570,6 +570,24 @@ def test_async_eval_errors_surface_when_the_result_is_read(device):
     assert y.tolist() == [0, 2, 4, 6]
 
 
+def test_async_eval_failure_is_reported_once_by_the_next_wait():
+    """As MLX: the next synchronize (or eval) raises a failed async job's
+    error once; the array stays pending and a later read raises again."""
+    singular = fx.array([[1.0, 2.0], [2.0, 4.0]])
+    a = fx.linalg.inv(singular, stream=fx.cpu)
+    fx.async_eval(a)
+    with pytest.raises(RuntimeError, match="singular"):
+        fx.synchronize(fx.cpu)
+    fx.synchronize(fx.cpu)
+    b = fx.linalg.inv(singular, stream=fx.cpu)
+    fx.async_eval(b)
+    with pytest.raises(RuntimeError, match="singular"):
+        fx.eval(fx.ones(2) + 1)
+    fx.synchronize()
+    with pytest.raises(RuntimeError, match="singular"):
+        b.tolist()
+
+
 def test_async_eval_then_synchronize_and_reads():
     xs = [fx.full((64, 64), float(i)) @ fx.ones((64, 64)) for i in range(8)]
     fx.async_eval(xs)

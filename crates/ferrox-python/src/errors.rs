@@ -101,11 +101,7 @@ impl<T> IntoPyResult<T> for ferrox::Result<T> {
 /// message says so, and the fuzz harness counts these errors as panics.
 pub fn guard<T>(op: &str, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
+        let what = ferrox::error::panic_message(payload.as_ref());
         Err(PyRuntimeError::new_err(format!("[{op}] Internal error (a bug in ferrox, please report it): {what}")))
     })
 }

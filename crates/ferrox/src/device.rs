@@ -99,9 +99,11 @@ pub fn set_default_device(device: Device) -> Result<()> {
 }
 
 /// Waits until all work enqueued on `stream` has run (every stream of every
-/// device when `None`), including work [`crate::async_eval`] queued.
+/// device when `None`), including work [`crate::async_eval`] queued; reports
+/// (once) a failure of that work, as MLX does.
 pub fn synchronize(stream: Option<Stream>) -> Result<()> {
     crate::transforms::async_eval::wait_for_async_work();
+    crate::transforms::async_eval::take_async_failure()?;
     match stream {
         #[cfg(feature = "cuda")]
         Some(s) if s.device.kind == DeviceType::Gpu => {

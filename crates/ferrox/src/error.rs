@@ -109,3 +109,12 @@ pub fn fmt_shape(shape: &[usize]) -> String {
         _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")),
     }
 }
+
+/// The message a panic carried (`"unknown panic"` when it was not a string).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

@@ -9,14 +9,15 @@
 //! [`eval`] (and so every read of an array's data) and
 //! [`crate::synchronize`].
 //!
-//! A job that fails stops there and leaves its remaining arrays pending: the
-//! next [`eval`] of them computes them again on the caller's thread and
-//! reports the error there, as a synchronous evaluation would have.
+//! A job that fails stops there and leaves its remaining arrays pending. As in
+//! MLX, the next [`eval`] or [`crate::synchronize`] reports the failure (once);
+//! a later [`eval`] of the arrays left pending computes them again on the
+//! caller's thread and reports its own error there.
 
 use super::eval::{pending_recipes, run, run_in_order};
 use crate::array::{Array, Recipe};
 use crate::device::{current_stream, with_stream, DeviceType, Stream};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -33,6 +34,9 @@ struct Job {
 /// Jobs queued and not yet finished, and the signal that the count changed.
 static OUTSTANDING: Mutex<usize> = Mutex::new(0);
 static FINISHED: Condvar = Condvar::new();
+
+/// The first failure of a job since the last report (see [`take_async_failure`]).
+static FAILURE: Mutex<Option<Error>> = Mutex::new(None);
 
 /// The worker's queue; `None` when the thread could not be started.
 static WORKER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
@@ -53,7 +57,7 @@ thread_local! {
 pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let arrays: Vec<&Array> = arrays.into_iter().collect();
     if crate::transforms::compile::is_recording() || crate::transforms::autodiff::is_tracing() {
-        return Err(crate::error::Error::invalid("async_eval", "Not allowed inside a graph transformation."));
+        return Err(Error::invalid("async_eval", "Not allowed inside a graph transformation."));
     }
     let recipes = pending_recipes(arrays.iter().copied(), |a| a.pending_recipe().is_some_and(|r| r.is_queued()));
     if recipes.is_empty() {
@@ -91,6 +95,20 @@ pub fn wait_for_async_work() {
     while *n > 0 {
         n = FINISHED.wait(n).unwrap_or_else(|e| e.into_inner());
     }
+}
+
+/// Reports, once, the first failure of an `async_eval` job since the last
+/// report: [`eval`] and [`crate::synchronize`] call this after waiting.
+pub(crate) fn take_async_failure() -> Result<()> {
+    match FAILURE.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Keeps `error` for the next report unless an earlier failure is waiting.
+fn record_failure(error: Error) {
+    FAILURE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(error);
 }
 
 /// Whether no job is queued or running.
@@ -141,8 +159,24 @@ fn run_job(job: Job) {
     let mut recipes = job.recipes.into_iter();
     with_stream(job.stream, || {
         while let Some(recipe) = recipes.next() {
+            // An input left uncomputed means an earlier job failed and
+            // recorded why; this job stops without a failure of its own.
             let inputs_ready = recipe.inputs.iter().all(|a| a.is_evaluated());
-            let ran = inputs_ready && matches!(catch_unwind(AssertUnwindSafe(|| run(&recipe))), Ok(Ok(())));
+            let ran = inputs_ready
+                && match catch_unwind(AssertUnwindSafe(|| run(&recipe))) {
+                    Ok(Ok(())) => true,
+                    Ok(Err(error)) => {
+                        record_failure(error);
+                        false
+                    }
+                    Err(panic) => {
+                        record_failure(Error::Runtime {
+                            op: "async_eval",
+                            msg: crate::error::panic_message(panic.as_ref()),
+                        });
+                        false
+                    }
+                };
             if !ran {
                 recipe.set_queued(false);
                 for rest in recipes.by_ref() {
@@ -241,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_job_leaves_its_arrays_pending_and_eval_reports_the_error() {
+    fn a_failed_job_is_reported_once_and_leaves_its_arrays_pending() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let x = Array::from_vec(vec![1.0f32], &[1]).unwrap();
         let (y, gate, go) = gated(&x, true);
@@ -250,7 +284,9 @@ mod tests {
         async_eval([&z]).unwrap();
         go.send(()).unwrap();
         go.send(()).unwrap();
-        crate::synchronize(None).unwrap();
+        let err = crate::synchronize(None).unwrap_err().to_string();
+        assert!(err.contains("failed as asked"), "synchronize reports the failure: {err}");
+        crate::synchronize(None).expect("the failure is reported once");
         assert!(!y.is_evaluated() && !z.is_evaluated());
         let err = z.eval().unwrap_err().to_string();
         assert!(err.contains("failed as asked"), "{err}");

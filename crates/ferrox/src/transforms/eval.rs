@@ -13,9 +13,11 @@ use std::sync::Arc;
 /// Work runs in dependency order on each primitive's stream. Once a node is
 /// computed it drops its recipe, so intermediate results are freed as soon as
 /// their last consumer has run (the graph does not grow in a training loop).
-/// Waits first for work queued by [`super::async_eval::async_eval`].
+/// Waits first for work queued by [`super::async_eval::async_eval`], and
+/// reports (once) a failure of that work, as MLX does.
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     super::async_eval::wait_for_async_work();
+    super::async_eval::take_async_failure()?;
     run_in_order(pending_recipes(arrays, |_| false))
 }
 
