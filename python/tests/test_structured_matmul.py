@@ -152,6 +152,28 @@ def test_hadamard_dtypes_and_errors():
     assert scaled.dtype == fx.float32 and scaled.shape == (1, 1) and scaled.item() == 6.0
 
 
+def test_hadamard_half_precision_as_mlx():
+    """MLX's test_hadamard case (float16, m = 28, k = 8) on its own data
+    (np.random.seed(7), drawn in its loop's order): the m-stage sums in
+    float32 and scales before one rounding, so float16 stays within 5e-2 * k
+    of the exact transform and bfloat16 within twice that of float16."""
+    from itertools import product
+
+    draws = np.random.RandomState(7)
+    for dtype, m, k in product([np.float32, np.float16, np.int32], [1, 28], range(1, 14)):
+        if m > 1 and k > 8:
+            continue
+        x = draws.normal(size=(4, m * 2**k)).astype(dtype)
+        if (dtype, m, k) == (np.float16, 28, 8):
+            break
+    a = fx.array(x)[::2]
+    y = fx.hadamard_transform(a, scale=0.34)
+    exact = np.array(fx.hadamard_transform(a.astype(fx.float64), scale=0.34))
+    np.testing.assert_allclose(np.array(y), exact, atol=5e-2 * 8)
+    y_bf16 = fx.hadamard_transform(a.astype(fx.bfloat16), scale=0.34)
+    np.testing.assert_allclose(np.array(y_bf16.astype(fx.float16)), np.array(y), atol=5e-2 * 8 * 2)
+
+
 def test_hadamard_gradient_is_its_transpose(rng):
     x = rng.standard_normal((2, 24))
     w = rng.standard_normal((2, 24))

@@ -107,9 +107,14 @@ pub fn hadamard_transform(a: &Array, scale: Option<f64>) -> Result<Array> {
     }
     let mut flat = lead.to_vec();
     flat.extend([m, p]);
-    let mut y = reshape_to(&y, flat)?;
+    let y = reshape_to(&y, flat)?;
     if m > 1 {
-        y = matmul(&matrix(m, dtype)?, &y)?;
+        // As MLX: the m-stage sums in float32 (float64 for float64 input)
+        // and scales before rounding once to the input's dtype.
+        let wide = if dtype == Dtype::F64 { Dtype::F64 } else { Dtype::F32 };
+        let h = multiply(&matrix(m, wide)?, &Array::scalar_of(Scalar::Float(scale), wide))?;
+        let y = astype(&matmul(&h, &astype(&y, wide)?)?, dtype)?;
+        return reshape_to(&y, x.shape().to_vec());
     }
     let out = reshape_to(&y, x.shape().to_vec())?;
     multiply(&out, &Array::scalar_of(Scalar::Float(scale), dtype))
