@@ -65,7 +65,7 @@ import ferrox as fx
 runpy.run_module("ferrox", run_name="__main__")
 assert fx.cuda.is_available(), "ferrox found no GPU"
 libs = fx.cuda.libraries()
-for name in ("nvrtc", "cublaslt"):
+for name in ("nvrtc", "cublaslt", "cublas"):
     assert libs[name]["path"], f"{name} is missing: {libs[name]['error']}"
 PY
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 3
@@ -121,6 +121,7 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     python3 benches/train_step.py ${TRAIN_BENCH_ARGS:-} 2>&1 | tee "$OUT/train_step.log"
     python3 benches/compile.py ${COMPILE_BENCH_ARGS:-} 2>&1 | tee "$OUT/compile.log"
     python3 benches/fft.py --device gpu 2>&1 | tee "$OUT/fft.log"
+    python3 benches/linalg.py --device gpu 2>&1 | tee "$OUT/linalg.log"
 fi
 
 echo "==== summary ===="

@@ -44,7 +44,7 @@ def libraries() -> dict:
 
     Returns:
         dict: Maps each library's short name (``"driver"``, ``"nvrtc"``,
-        ``"cublaslt"``, ``"cudnn"``, ``"cufft"``, ``"cusolver"``, ``"nccl"``)
+        ``"cublaslt"``, ``"cublas"``, ``"cudnn"``, ``"cufft"``, ``"cusolver"``, ``"nccl"``)
         to a dict with ``path`` (the file it was loaded from, or None),
         ``version`` (a string, or None) and ``error`` (why it is missing, or
         None). Empty when ferrox was built without its CUDA backend.

@@ -37,6 +37,8 @@ def lu(a: _ArrayLike, *, stream: Stream = ...) -> Any:
     """The LU factorization of the matrices in ``a`` (partial pivoting)."""
 def lu_factor(a: _ArrayLike, *, stream: Stream = ...) -> tuple[array, array]:
     """The packed LU factorization of the matrices in ``a`` (partial pivoting, LAPACK's layout)."""
+def lu_solve(LU: _ArrayLike, pivots: _ArrayLike, B: _ArrayLike, *, left: bool = ..., adjoint: bool = ..., stream: Stream = ...) -> array:
+    """Solves a linear system from an LU factorization (PyTorch's ``linalg.lu_solve``)."""
 def matrix_exp(a: _ArrayLike, *, stream: Stream = ...) -> array:
     """The matrix exponential (PyTorch's ``linalg.matrix_exp``; Padé 13 with scaling and squaring)."""
 def matrix_norm(a: _ArrayLike, ord: int | float | str | None = ..., dim: int | Sequence[int] | None = ..., keepdim: bool = ..., *, stream: Stream = ...) -> array:

@@ -116,8 +116,11 @@ def test_registry_ops_replay_as_graphs(op, dtype, rng, device, replay_always):
     assert not _check_replays(compiled, chain, xs, device), compiled._core.graph_refusals()
 
 
-# Structural cases whose graphs may not capture into a CUDA graph.
-MAY_REFUSE = set()
+# Structural cases whose graphs may not capture into a CUDA graph: the
+# factorizations read back what cuSOLVER reports (a singular or indefinite
+# matrix) to raise it, as PyTorch's do, and lu_solve replays its pivots on
+# the host; their compiled graphs run op by op.
+MAY_REFUSE = {"linalg"}
 
 
 @pytest.mark.parametrize("case", _structural_cases(), ids=lambda c: c[0])

@@ -14,7 +14,7 @@ import pytest
 
 import ferrox as fx
 
-LIBRARIES = ["driver", "nvrtc", "cublaslt", "cudnn", "cufft", "cusolver", "nccl"]
+LIBRARIES = ["driver", "nvrtc", "cublaslt", "cublas", "cudnn", "cufft", "cusolver", "nccl"]
 
 
 def nvrtc_wheel_folder():

@@ -329,11 +329,13 @@ def _structural_cases():
 
 
 def _linalg_ops(a):
-    """The Linalg primitive's routines (inverse, solves, factorizations)."""
+    """The Linalg primitive's routines (inverse, solves, factorizations) and
+    lu_solve's PivotPermutation."""
     m = a[:, :, :3] + 20 * fx.eye(3)
     s = m @ fx.swapaxes(m, -1, -2)
     return (fx.linalg.inv(m), fx.linalg.solve(m, a), fx.linalg.solve_triangular(m, a, upper=True),
-            *fx.linalg.qr(a), *fx.linalg.svd(a), *fx.linalg.eigh(s), fx.linalg.cholesky(s), *fx.linalg.lu_factor(a))
+            *fx.linalg.qr(a), *fx.linalg.svd(a), *fx.linalg.eigh(s), fx.linalg.cholesky(s), *fx.linalg.lu_factor(a),
+            fx.linalg.lu_solve(*fx.linalg.lu_factor(m), a))
 
 
 def _mxfp4_matmul(x):

@@ -443,6 +443,15 @@ def test_solve_large(rng):
     check(fx.linalg.solve(fxa(a, "float32"), fxa(b, "float32")), np.linalg.solve(a.astype(np.float32), b.astype(np.float32)), "float32", 10)
 
 
+def test_batches_of_large_matrices(rng):
+    """Past the GPU's batched-LU size (128): one factorization per matrix."""
+    a, b = mat(rng, (3, 160, 160)), rng.standard_normal((3, 160, 2))
+    check(fx.linalg.solve(f64(a), f64(b)), np.linalg.solve(a, b), "float64", 10)
+    check(fx.linalg.inv(f64(a)), np.linalg.inv(a), "float64", 10)
+    q, r = fx.linalg.qr(f64(a[:, :, :150]))
+    close(np.array(q) @ np.array(r), a[:, :, :150], "float64", 10)
+
+
 def test_det_and_slogdet_special_values(rng):
     """MLX's small-matrix path (n <= 3) and its LU path (n >= 4)."""
     ninf = -np.inf
@@ -575,17 +584,115 @@ def test_matrix_norm_is_the_top_level_alias(rng):
 
 
 # --------------------------------------------------------------------------
-# complex64 inputs: MLX factorizes them in svd, eig, eigvals, eigh and
-# eigvalsh; ferrox refuses them with a clear error until it does (see
-# docs/mlx-differences.md). Norms of complex arrays work.
+# complex64 inputs: svd, eig, eigvals, eigh and eigvalsh factorize them (as
+# MLX's do: real singular values and Hermitian eigenvalues, complex
+# factors); the other routines refuse them as MLX does. Norms work.
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["svd", "eig", "eigvals", "eigh", "eigvalsh"])
-def test_complex64_factorizations_are_refused_clearly(name):
-    c = fx.array(np.eye(3, dtype=np.complex64))
-    with pytest.raises(ValueError, match=re.escape(f"[linalg::{name}] complex64 input is not supported yet")):
-        getattr(fx.linalg, name)(c)
+def crandn(rng, *shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def hermitian(rng, *shape):
+    """Hermitian matrices with distinct eigenvalues 1..n (well separated)."""
+    *batch, n = shape[:-1]
+    q, _ = np.linalg.qr(crandn(rng, *shape).astype(np.complex128))
+    w = np.arange(1, n + 1, dtype=np.float64)
+    return (q * w[..., None, :]) @ np.conj(mT(q))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 4, 4), (1, 1)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_complex64_svd(rng, shape, transposed):
+    x = crandn(rng, *shape)
+    a = fx.array(x)
+    if transposed:  # a non-contiguous view of the same values
+        a = fx.swapaxes(fx.array(np.ascontiguousarray(mT(x))), -1, -2)
+    u, s, vt = fx.linalg.svd(a)
+    assert (u.dtype, s.dtype, vt.dtype) == (fx.complex64, fx.float32, fx.complex64)
+    m, n = shape[-2:]
+    k = min(m, n)
+    U, S, Vt = (np.array(z).astype(np.complex128) for z in (u, s, vt))
+    assert U.shape == (*shape[:-2], m, m) and Vt.shape == (*shape[:-2], n, n)
+    close(S.real, np.linalg.svd(x.astype(np.complex128), compute_uv=False), "complex64")
+    close(U[..., :k] * S[..., None, :] @ Vt[..., :k, :], x, "complex64", scale=4)
+    close(np.conj(mT(U)) @ U, np.broadcast_to(np.eye(m), U.shape), "complex64")
+    close(Vt @ np.conj(mT(Vt)), np.broadcast_to(np.eye(n), Vt.shape), "complex64")
+    only = fx.linalg.svd(a, compute_uv=False)
+    assert only.dtype == fx.float32
+    close(np.array(only), S.real, "complex64")
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (1, 1)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_complex64_eigh(rng, shape, uplo):
+    h = hermitian(rng, *shape)
+    # Only the named triangle is read: spoil the other one.
+    spoiled = np.tril(h) if uplo == "L" else np.triu(h)
+    spoiled = spoiled + (np.triu(np.ones(shape), 1) if uplo == "L" else np.tril(np.ones(shape), -1)) * (5 + 7j)
+    a = fx.array(spoiled.astype(np.complex64))
+    w, v = fx.linalg.eigh(a, UPLO=uplo)
+    assert (w.dtype, v.dtype) == (fx.float32, fx.complex64)
+    want = np.linalg.eigvalsh(h)
+    close(np.array(w), want, "complex64", scale=4)
+    close(np.array(fx.linalg.eigvalsh(a, UPLO=uplo)), want, "complex64", scale=4)
+    V = np.array(v).astype(np.complex128)
+    close(h @ V, V * np.array(w)[..., None, :], "complex64", scale=4)
+    close(np.conj(mT(V)) @ V, np.broadcast_to(np.eye(shape[-1]), V.shape), "complex64")
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (1, 1)])
+def test_complex64_eig(rng, shape):
+    x = crandn(rng, *shape)
+    w, v = fx.linalg.eig(fx.array(x))
+    assert (w.dtype, v.dtype) == (fx.complex64, fx.complex64)
+    W, V = np.array(w).astype(np.complex128), np.array(v).astype(np.complex128)
+    close(x @ V, V * W[..., None, :], "complex64", scale=4)
+    close(np.linalg.norm(V, axis=-2), np.ones(W.shape), "complex64")
+    same_set(W, np.linalg.eigvals(x.astype(np.complex128)), 4 * TOL["complex64"])
+    close(np.array(fx.linalg.eigvals(fx.array(x))), W, "complex64")
+
+
+def test_complex64_empty_and_non_finite():
+    u, s, vt = fx.linalg.svd(fx.zeros((2, 0, 3), dtype=fx.complex64))
+    assert (u.shape, s.shape, vt.shape, s.dtype) == ((2, 0, 0), (2, 0), (2, 3, 3), fx.float32)
+    np.testing.assert_array_equal(np.array(vt), np.broadcast_to(np.eye(3), (2, 3, 3)))
+    w, v = fx.linalg.eigh(fx.array(np.full((2, 2), np.nan + 0j, dtype=np.complex64)))
+    assert np.isnan(np.array(w)).all() and np.isnan(np.array(v)).all()
+
+
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda x: fx.linalg.svd(x, compute_uv=False).sum(),
+        lambda x: fx.linalg.eigvalsh(x).sum(),
+        lambda x: fx.abs(fx.linalg.eigh(x)[1]).sum(),
+    ],
+)
+def test_complex64_derivatives_are_refused(fun):
+    x = fx.array(np.eye(3, dtype=np.complex64))
+    with pytest.raises(ValueError, match="Derivatives of complex64 factorizations are not supported"):
+        fx.grad(fun)(x)
+    with pytest.raises(ValueError, match="Derivatives of complex64 factorizations are not supported"):
+        fx.jvp(fun, [x], [x])
+
+
+@pytest.mark.skipif(not HAVE_MLX, reason="MLX is not installed")
+def test_complex64_agrees_with_mlx(rng):
+    import mlx.core as mx
+
+    x = crandn(rng, 3, 4, 4)
+    h = hermitian(rng, 3, 4, 4).astype(np.complex64)
+    got = fx.linalg.svd(fx.array(x), compute_uv=False)
+    want = mx.linalg.svd(mx.array(x), compute_uv=False, stream=mx.cpu)
+    close(np.array(got), np.array(want), "complex64")
+    got = fx.linalg.eigvalsh(fx.array(h))
+    want = mx.linalg.eigvalsh(mx.array(h), stream=mx.cpu)
+    assert got.dtype == fx.float32 and want.dtype == mx.float32
+    close(np.array(got), np.array(want), "complex64")
+    w = np.array(fx.linalg.eigvals(fx.array(x)))
+    same_set(w.astype(np.complex128), np.array(mx.linalg.eigvals(mx.array(x), stream=mx.cpu)), 4 * TOL["complex64"])
 
 
 def test_complex64_norms(rng):
@@ -1028,6 +1135,54 @@ def test_householder_product_rebuilds_qr(rng):
         fx.linalg.householder_product(fx.zeros((3, 4)), fx.zeros((2,)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 4), (4, 3)), ((2, 5, 5), (2, 5, 2)), ((3, 1, 4, 4), (2, 4, 1)), ((1, 1), (1, 1)), ((3, 3), (3, 0))])
+def test_lu_solve(rng, dtype, left, adjoint, a_shape, b_shape):
+    a = rng.standard_normal(a_shape) + 3 * np.eye(a_shape[-1])
+    b = rng.standard_normal(b_shape)
+    if not left:
+        b = mT(b)
+    lu, piv = fx.linalg.lu_factor(fxa(a, dtype))
+    x = fx.linalg.lu_solve(lu, piv, fxa(b, dtype), left=left, adjoint=adjoint)
+    op = mT(a) if adjoint else a
+    want = np.linalg.solve(op, b) if left else mT(np.linalg.solve(mT(op), mT(b)))
+    check(x, want, dtype, scale=10)
+
+
+def test_lu_solve_vectors_views_and_pivots_of_any_integer_type(rng):
+    a = rng.standard_normal((5, 5))
+    a[[0, 3]] = a[[3, 0]] * 4  # pivots that move rows
+    b = rng.standard_normal(5)
+    lu, piv = fx.linalg.lu_factor(f64(a))
+    check(fx.linalg.lu_solve(lu, piv, f64(b)), np.linalg.solve(a, b), "float64", scale=10)
+    check(fx.linalg.lu_solve(lu, piv.astype(fx.int64), f64(b), adjoint=True), np.linalg.solve(a.T, b), "float64", scale=10)
+    # A non-contiguous right-hand side.
+    bm = rng.standard_normal((3, 5))
+    check(fx.linalg.lu_solve(lu, piv, fx.transpose(f64(bm))), np.linalg.solve(a, bm.T), "float64", scale=10)
+    # vmap over the factorization and the right-hand side.
+    stack = rng.standard_normal((3, 4, 4)) + 3 * np.eye(4)
+    bs = rng.standard_normal((3, 4))
+    lus, pivs = fx.linalg.lu_factor(f64(stack))
+    got = fx.vmap(fx.linalg.lu_solve)(lus, pivs, f64(bs))
+    check(got, np.linalg.solve(stack, bs[..., None])[..., 0], "float64", scale=10)
+
+
+def test_lu_solve_errors():
+    lu, piv = fx.linalg.lu_factor(fx.eye(3))
+    with pytest.raises(ValueError, match=re.escape("[linalg::lu_solve] pivots must be an integer array of shape (..., 3)")):
+        fx.linalg.lu_solve(lu, piv.astype(fx.float32), fx.ones((3, 1)))
+    with pytest.raises(ValueError, match=re.escape("[linalg::lu_solve] pivots must be an integer array of shape (..., 3)")):
+        fx.linalg.lu_solve(lu, piv[:2], fx.ones((3, 1)))
+    with pytest.raises(ValueError, match=re.escape("[linalg::lu_solve] pivot 7 at position 1 is out of range for 3 rows.")):
+        fx.eval(fx.linalg.lu_solve(lu, fx.array([0, 7, 2], dtype=fx.uint32), fx.ones((3, 1))))
+    with pytest.raises(ValueError, match=re.escape("[linalg::lu_solve] b must have at least 2 dimensions when left is False.")):
+        fx.linalg.lu_solve(lu, piv, fx.ones(3), left=False)
+    with pytest.raises(ValueError, match="linalg::lu_solve"):
+        fx.linalg.lu_solve(lu, piv, fx.ones((4, 1)))
+
+
 @pytest.mark.parametrize("ord", [2, 1, 0, INF, -INF, 3.5])
 @pytest.mark.parametrize("dim", [None, 1, (0, 2)])
 def test_vector_norm(rng, ord, dim):
@@ -1052,6 +1207,8 @@ def test_matrix_norm(rng, ord):
         ("matrix_power", lambda v: fx.linalg.matrix_power(v + 2 * fx.eye(3, dtype=fx.float64), -2)),
         ("lstsq", lambda v: fx.linalg.lstsq(fx.concatenate([v, v * v + fx.eye(3, dtype=fx.float64)]), fx.arange(6, dtype=fx.float64))[0]),
         ("cond", lambda v: fx.linalg.cond(v + 3 * fx.eye(3, dtype=fx.float64), 1)),
+        ("lu_solve", lambda v: fx.linalg.lu_solve(*fx.linalg.lu_factor(v + 2 * fx.eye(3, dtype=fx.float64)), v * v)),
+        ("lu_solve_adjoint", lambda v: fx.linalg.lu_solve(*fx.linalg.lu_factor(v.T @ v + fx.eye(3, dtype=fx.float64)), v, adjoint=True)),
     ],
 )
 def test_extras_derivatives(rng, name, fun):

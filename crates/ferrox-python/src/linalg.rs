@@ -497,6 +497,33 @@ fn householder_product(a: &Bound<'_, PyAny>, tau: &Bound<'_, PyAny>, stream: Str
     wrap(on_stream(stream, || la::householder_product(&a, &tau)))
 }
 
+/// Solves a linear system from an LU factorization (PyTorch's ``linalg.lu_solve``).
+///
+/// Args:
+///     LU (array): ``(..., N, N)``: the packed factors from :func:`lu_factor`.
+///     pivots (array): ``(..., N)``: the 0-based pivots from :func:`lu_factor`.
+///     B (array): The right-hand side: ``(..., N, K)`` or ``(N,)`` (``(..., K, N)`` when ``left`` is ``False``).
+///     left (bool, optional): Solve ``A X = B`` (``True``) or ``X A = B``. Default: ``True``.
+///     adjoint (bool, optional): Use the transpose of ``A``. Default: ``False``.
+///
+/// Returns:
+///     array: ``X``, with the shape of ``B`` (batch axes broadcast).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (LU, pivots, B, *, left = true, adjoint = false, stream = None))]
+#[allow(non_snake_case)]
+fn lu_solve(
+    LU: &Bound<'_, PyAny>,
+    pivots: &Bound<'_, PyAny>,
+    B: &Bound<'_, PyAny>,
+    left: bool,
+    adjoint: bool,
+    stream: Stream<'_>,
+) -> PyResult<PyArray> {
+    let (lu, pivots, b) = (to_array(LU, None)?, to_array(pivots, None)?, to_array(B, None)?);
+    wrap(on_stream(stream, || la::lu_solve(&lu, &pivots, &b, left, adjoint)))
+}
+
 /// A vector norm over any axes (PyTorch's ``linalg.vector_norm``).
 ///
 /// Args:
@@ -584,6 +611,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         cond,
         lstsq,
         householder_product,
+        lu_solve,
         vector_norm,
         matrix_norm
     );

@@ -485,8 +485,10 @@ impl LinalgOp {
     }
 
     /// The shapes and dtypes of the outputs for inputs of `shapes` and
-    /// `dtype` (which the op builders check).
+    /// `dtype` (which the op builders check); singular values and symmetric
+    /// eigenvalues of a complex64 matrix are float32.
     pub fn outputs(self, shapes: &[&[usize]], dtype: Dtype) -> Vec<(Vec<usize>, Dtype)> {
+        let real = if dtype == Dtype::C64 { Dtype::F32 } else { dtype };
         let a = shapes[0];
         let nd = a.len();
         let (batch, m, n) = (&a[..nd - 2], a[nd - 2], a[nd - 1]);
@@ -498,12 +500,12 @@ impl LinalgOp {
             }
             LinalgOp::Solve | LinalgOp::SolveTriangular { .. } => vec![(shapes[1].to_vec(), dtype)],
             LinalgOp::Qr => vec![(shaped(&[m, k]), dtype), (shaped(&[k, n]), dtype)],
-            LinalgOp::Svd { compute_uv: false } => vec![(shaped(&[k]), dtype)],
+            LinalgOp::Svd { compute_uv: false } => vec![(shaped(&[k]), real)],
             LinalgOp::Svd { compute_uv: true } => {
-                vec![(shaped(&[m, m]), dtype), (shaped(&[k]), dtype), (shaped(&[n, n]), dtype)]
+                vec![(shaped(&[m, m]), dtype), (shaped(&[k]), real), (shaped(&[n, n]), dtype)]
             }
-            LinalgOp::Eigh { vectors: false, .. } => vec![(shaped(&[n]), dtype)],
-            LinalgOp::Eigh { vectors: true, .. } => vec![(shaped(&[n]), dtype), (a.to_vec(), dtype)],
+            LinalgOp::Eigh { vectors: false, .. } => vec![(shaped(&[n]), real)],
+            LinalgOp::Eigh { vectors: true, .. } => vec![(shaped(&[n]), real), (a.to_vec(), dtype)],
             LinalgOp::Eig { vectors: false } => vec![(shaped(&[n]), Dtype::C64)],
             LinalgOp::Eig { vectors: true } => vec![(shaped(&[n]), Dtype::C64), (a.to_vec(), Dtype::C64)],
             LinalgOp::LuFactor => {

@@ -96,6 +96,7 @@ serializable_primitives!(
     Scan,
     Fft,
     Linalg,
+    PivotPermutation,
     Sort,
     ArgSort,
     Partition,

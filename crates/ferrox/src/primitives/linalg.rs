@@ -18,7 +18,8 @@
 //! Symmetric inputs get symmetric gradients (PyTorch's convention): a
 //! function of a symmetric matrix sees the same derivative either way.
 //! Forward-mode rules exist for the inverses, solves, Cholesky and eigh;
-//! the others raise.
+//! the others raise. [`PivotPermutation`] turns LU pivots into a row order
+//! (for `lu_solve`).
 
 use super::{fresh, OutputSpec, Primitive};
 use crate::array::{Array, ArrayData};
@@ -128,6 +129,15 @@ fn right_solve_upper_transposed(b: &Array, r: &Array) -> Result<Array> {
 }
 
 impl Linalg {
+    /// Derivatives are written for real matrices: a complex64 factorization
+    /// (which MLX does not differentiate either) is refused.
+    fn check_real_derivative(&self, a: &Array) -> Result<()> {
+        if a.dtype() == Dtype::C64 {
+            return Err(Error::invalid(self.op.name(), "Derivatives of complex64 factorizations are not supported."));
+        }
+        Ok(())
+    }
+
     fn single(&self, x: &Array) -> Result<Array> {
         Ok(apply(self.op, &[x.clone()])?.remove(0))
     }
@@ -225,8 +235,10 @@ impl Primitive for Linalg {
         let two = matches!(self.op, LinalgOp::Solve | LinalgOp::SolveTriangular { .. });
         super::arity(name, inputs, if two { 2 } else { 1 })?;
         let dtype = inputs[0].dtype();
-        if !matches!(dtype, Dtype::F32 | Dtype::F64) {
-            return Err(super::mismatch(name, format!("takes float32 or float64, got {dtype}.")));
+        let complex_ok = matches!(self.op, LinalgOp::Svd { .. } | LinalgOp::Eigh { .. } | LinalgOp::Eig { .. });
+        if !(matches!(dtype, Dtype::F32 | Dtype::F64) || (complex_ok && dtype == Dtype::C64)) {
+            let takes = if complex_ok { "float32, float64 or complex64" } else { "float32 or float64" };
+            return Err(super::mismatch(name, format!("takes {takes}, got {dtype}.")));
         }
         super::same_dtype(name, inputs, dtype)?;
         let a = inputs[0].shape();
@@ -252,6 +264,7 @@ impl Primitive for Linalg {
         Ok(results.into_iter().zip(outputs).flat_map(|(r, o)| fresh(r, &o.shape)).collect())
     }
     fn vjp(&self, inputs: &[Array], outputs: &[Array], cotangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        self.check_real_derivative(&inputs[0])?;
         let a = &inputs[0];
         let c = &cotangents[0];
         let grads: Vec<Array> = match self.op {
@@ -335,6 +348,7 @@ impl Primitive for Linalg {
         Ok(argnums.iter().map(|&i| grads[i].clone()).collect())
     }
     fn jvp(&self, inputs: &[Array], outputs: &[Array], tangents: &[Array]) -> Result<Vec<Array>> {
+        self.check_real_derivative(&inputs[0])?;
         let a = &inputs[0];
         let da = &tangents[0];
         Ok(match self.op {
@@ -399,5 +413,78 @@ impl Primitive for Linalg {
         let outs = apply(self.op, &moved)?;
         let n = outs.len();
         Ok((outs, vec![Some(0); n]))
+    }
+}
+
+/// The row order `q` of an LU factorization from LAPACK's pivots (row `i`
+/// was swapped with row `pivots[i]`, in order): `(L U)[j] = A[q[j]]`.
+/// Pivots `[.., k]` (uint32) give `[.., rows]` (uint32); the swaps are
+/// replayed on the host (a few integers per matrix).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PivotPermutation {
+    /// The number of rows of the factored matrices.
+    pub rows: usize,
+}
+
+impl PivotPermutation {
+    /// The row order of every matrix, replayed from its pivots.
+    fn replay(&self, pivots: &[u32], k: usize) -> Result<Vec<u32>> {
+        let batch = pivots.len().checked_div(k).unwrap_or(0);
+        let mut order = Vec::with_capacity(batch * self.rows);
+        for b in 0..batch {
+            let start = order.len();
+            order.extend(0..self.rows as u32);
+            for (i, &p) in pivots[b * k..(b + 1) * k].iter().enumerate() {
+                if p as usize >= self.rows || i >= self.rows {
+                    return Err(Error::invalid(
+                        "linalg::lu_solve",
+                        format!("pivot {p} at position {i} is out of range for {} rows.", self.rows),
+                    ));
+                }
+                order.swap(start + i, start + p as usize);
+            }
+        }
+        Ok(order)
+    }
+}
+
+impl Primitive for PivotPermutation {
+    fn name(&self) -> &'static str {
+        "PivotPermutation"
+    }
+    fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
+        super::arity("linalg::lu_solve", inputs, 1)?;
+        let pivots = &inputs[0];
+        if pivots.dtype() != Dtype::U32 || pivots.ndim() == 0 {
+            return Err(super::mismatch(
+                "linalg::lu_solve",
+                "pivots must be a uint32 array of at least one dimension.",
+            ));
+        }
+        let mut shape = pivots.shape().to_vec();
+        *shape.last_mut().expect("at least one dimension") = self.rows;
+        super::one_output(shape, Dtype::U32)
+    }
+    fn eval(&self, backend: &dyn Backend, inputs: &[ArrayData], outputs: &[OutputSpec]) -> Result<Vec<ArrayData>> {
+        let host = backend.to_host(&inputs[0].storage, &inputs[0].layout)?;
+        let crate::backend::cpu::CpuBuffer::U32(pivots) = host.buffer() else {
+            unreachable!("output_specs checked the dtype")
+        };
+        let k = *inputs[0].layout.shape.last().expect("at least one dimension");
+        let order = self.replay(pivots.as_slice(), k)?;
+        let host = crate::backend::cpu::CpuStorage::new(crate::backend::cpu::CpuBuffer::U32(order.into()));
+        let shape = &outputs[0].shape;
+        Ok(fresh(backend.upload(&host, &crate::shape::Layout::contiguous(&[host.len()]))?, shape))
+    }
+    fn vjp(&self, inputs: &[Array], _: &[Array], _: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        argnums.iter().map(|_| ops::zeros_like(&inputs[0])).collect()
+    }
+    fn jvp(&self, _: &[Array], outputs: &[Array], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::zeros_like(&outputs[0])?])
+    }
+    fn vmap(&self, inputs: &[Array], axes: &[Option<usize>]) -> Result<super::Batched> {
+        let moved = crate::transforms::vmap::batch_to_front(&inputs[0], axes[0].expect("the one input is batched"))?;
+        let specs = self.output_specs(std::slice::from_ref(&moved))?;
+        Ok((Array::siblings_from_primitive(specs, self.clone(), vec![moved])?, vec![Some(0)]))
     }
 }

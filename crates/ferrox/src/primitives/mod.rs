@@ -42,7 +42,7 @@ pub use gather::{Gather, Scatter};
 pub(crate) use identity::opaque_primitive;
 pub use identity::{decode, PrimitiveIdentity, TAGS};
 pub(crate) use linalg::apply as linalg_apply;
-pub use linalg::Linalg;
+pub use linalg::{Linalg, PivotPermutation};
 pub use load::Load;
 pub use matmul::{AddMatmul, Matmul};
 pub use metal_kernel::{metal_kernel_call, no_metal, MetalKernel};

@@ -1,6 +1,7 @@
 //! Dense linear algebra on the CPU through faer: Cholesky, LU, QR, SVD,
 //! symmetric and general eigendecompositions, inverses and solves, over the
-//! last two axes of their inputs and batched over the leading ones.
+//! last two axes of their inputs and batched over the leading ones. The SVD
+//! and the eigendecompositions also take complex64 matrices (as MLX's do).
 //!
 //! Each matrix of a batch is read from its strided layout into a faer
 //! matrix, factorized (faer runs large factorizations on several threads;
@@ -13,7 +14,7 @@ use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::shape::{numel, Layout};
 use faer::linalg::solvers::{DenseSolveCore, Solve};
-use faer::traits::RealField;
+use faer::traits::{ComplexField, RealField};
 use faer::{Mat, MatRef, Side};
 use num_complex::Complex32;
 use rayon::prelude::*;
@@ -25,45 +26,66 @@ const SMALL_MATRIX: usize = 64 * 64;
 /// The routine `op` over `inputs` (see [`crate::backend::Backend::linalg`]).
 pub fn linalg(op: LinalgOp, inputs: &[(&CpuBuffer, &Layout)]) -> Result<Vec<CpuBuffer>> {
     match inputs[0].0 {
-        CpuBuffer::F32(_) => run::<f32>(op, inputs),
-        CpuBuffer::F64(_) => run::<f64>(op, inputs),
-        other => Err(Error::UnsupportedDtype {
-            op: op.name(),
-            dtype: other.dtype(),
-            detail: "Arrays must have type float32 or float64",
-        }),
+        CpuBuffer::F32(_) => run::<f32, f32>(op, inputs, solve_one),
+        CpuBuffer::F64(_) => run::<f64, f64>(op, inputs, solve_one),
+        CpuBuffer::C64(_) => run::<Complex32, f32>(op, inputs, solve_complex),
+        other => Err(unsupported(op, other.dtype())),
     }
 }
 
+/// The error for an input dtype `op` does not factorize.
+fn unsupported(op: LinalgOp, dtype: Dtype) -> Error {
+    Error::UnsupportedDtype { op: op.name(), dtype, detail: "Arrays must have type float32 or float64" }
+}
+
 /// The element types faer factorizes here.
-trait Real: RealField + CpuElement + Copy + Send + Sync {
+trait Element: ComplexField + Copy + Send + Sync {
     /// The typed elements of a buffer of this type.
     fn slice(b: &CpuBuffer) -> &[Self];
+}
+
+/// The real element types, which every routine takes.
+trait Real: Element + RealField + CpuElement {
     /// A complex result narrowed to complex64 (ferrox's complex type).
     fn narrow(z: num_complex::Complex<Self>) -> Complex32;
 }
 
-impl Real for f32 {
+impl Element for f32 {
     fn slice(b: &CpuBuffer) -> &[f32] {
         match b {
             CpuBuffer::F32(v) => v.as_slice(),
             _ => unreachable!("the op builders give every input one dtype"),
         }
     }
+}
+
+impl Real for f32 {
     fn narrow(z: num_complex::Complex<f32>) -> Complex32 {
         z
     }
 }
 
-impl Real for f64 {
+impl Element for f64 {
     fn slice(b: &CpuBuffer) -> &[f64] {
         match b {
             CpuBuffer::F64(v) => v.as_slice(),
             _ => unreachable!("the op builders give every input one dtype"),
         }
     }
+}
+
+impl Real for f64 {
     fn narrow(z: num_complex::Complex<f64>) -> Complex32 {
         Complex32::new(z.re as f32, z.im as f32)
+    }
+}
+
+impl Element for Complex32 {
+    fn slice(b: &CpuBuffer) -> &[Complex32] {
+        match b {
+            CpuBuffer::C64(v) => v.as_slice(),
+            _ => unreachable!("the op builders give every input one dtype"),
+        }
     }
 }
 
@@ -78,7 +100,7 @@ struct Matrices<'a, T> {
     col_stride: isize,
 }
 
-impl<'a, T: Real> Matrices<'a, T> {
+impl<'a, T: Element> Matrices<'a, T> {
     fn new(buffer: &'a CpuBuffer, layout: &Layout) -> Matrices<'a, T> {
         let nd = layout.ndim();
         let batch = &layout.shape[..nd - 2];
@@ -135,7 +157,7 @@ enum Block<T> {
 }
 
 /// A faer matrix in row-major order.
-fn row_major<T: Real>(m: MatRef<'_, T>) -> Vec<T> {
+fn row_major<T: Copy>(m: MatRef<'_, T>) -> Vec<T> {
     let mut v = Vec::with_capacity(m.nrows() * m.ncols());
     for i in 0..m.nrows() {
         for j in 0..m.ncols() {
@@ -145,22 +167,35 @@ fn row_major<T: Real>(m: MatRef<'_, T>) -> Vec<T> {
     v
 }
 
-fn run<T: Real>(op: LinalgOp, inputs: &[(&CpuBuffer, &Layout)]) -> Result<Vec<CpuBuffer>> {
+/// `op` over every matrix of the batch: `solve` factorizes one matrix of
+/// elements `T` into blocks whose real outputs have type `R`.
+fn run<T: Element, R: Real>(
+    op: LinalgOp,
+    inputs: &[(&CpuBuffer, &Layout)],
+    solve: fn(LinalgOp, Mat<T>, Option<Mat<T>>) -> Result<Vec<Block<R>>>,
+) -> Result<Vec<CpuBuffer>> {
     let a = Matrices::<T>::new(inputs[0].0, inputs[0].1);
     let b = inputs.get(1).map(|(buf, l)| Matrices::<T>::new(buf, l));
     let shapes: Vec<&[usize]> = inputs.iter().map(|(_, l)| l.shape.as_slice()).collect();
-    let outputs = op.outputs(&shapes, T::DTYPE);
+    let outputs = op.outputs(&shapes, inputs[0].0.dtype());
     let batch = a.starts.len();
     if a.rows == 0 || a.cols == 0 {
-        let blocks = (0..batch).map(|_| empty::<T>(op, a.rows, a.cols)).collect::<Result<Vec<_>>>()?;
+        let blocks = (0..batch).map(|_| empty::<R>(op, a.rows, a.cols)).collect::<Result<Vec<_>>>()?;
         return assemble(&outputs, batch, &blocks);
     }
     // The matrices are copied into faer's own (column-major) storage: check
     // that one fits before faer asks (its allocations cannot fail softly).
     let elements = a.rows.checked_mul(a.cols).ok_or_else(|| too_big(op))?;
     Vec::<T>::new().try_reserve_exact(elements.saturating_mul(2)).map_err(|_| too_big(op))?;
-    let per_matrix = |i: usize| solve_one(op, a.get(i), b.as_ref().map(|b| b.get(i)));
-    let blocks: Vec<Vec<Block<T>>> = if batch > 1 && a.rows * a.cols <= SMALL_MATRIX {
+    let per_matrix = |i: usize| {
+        let matrix = a.get(i);
+        let finite = (0..a.rows).all(|r| (0..a.cols).all(|c| T::is_finite_impl(&matrix[(r, c)])));
+        match not_a_number::<R>(op, a.rows, a.cols) {
+            Some(nan) if !finite => Ok(nan),
+            _ => solve(op, matrix, b.as_ref().map(|b| b.get(i))),
+        }
+    };
+    let blocks: Vec<Vec<Block<R>>> = if batch > 1 && a.rows * a.cols <= SMALL_MATRIX {
         (0..batch).into_par_iter().map(per_matrix).collect::<Result<_>>()?
     } else {
         (0..batch).map(per_matrix).collect::<Result<_>>()?
@@ -182,10 +217,7 @@ fn assemble<T: Real>(
     let mut result = Vec::with_capacity(outputs.len());
     for (k, (shape, dtype)) in outputs.iter().enumerate() {
         result.push(match dtype {
-            Dtype::C64 => gather(shape, batch, blocks, k, |blk| match blk {
-                Block::Complex(v) => v,
-                _ => unreachable!("output {k} is complex"),
-            })?,
+            Dtype::C64 => gather_complex(shape, batch, blocks, k)?,
             Dtype::U32 => gather(shape, batch, blocks, k, |blk| match blk {
                 Block::Index(v) => v,
                 _ => unreachable!("output {k} is an index"),
@@ -215,6 +247,24 @@ fn gather<T, E: CpuElement>(
     Ok(E::into_buffer(slots.data))
 }
 
+/// Complex output `k` of every matrix, joined into one buffer of `shape`;
+/// a real block there (the identity of an empty factor, NaNs for a
+/// non-finite input) is widened.
+fn gather_complex<T: Real>(shape: &[usize], batch: usize, blocks: &[Vec<Block<T>>], k: usize) -> Result<CpuBuffer> {
+    let mut slots = Slots::<Complex32>::new(shape, batch)?;
+    for (b, outs) in blocks.iter().enumerate() {
+        let slot = &mut slots.data[b * slots.per..(b + 1) * slots.per];
+        match &outs[k] {
+            Block::Complex(v) => slot.copy_from_slice(v),
+            Block::Real(v) => {
+                slot.iter_mut().zip(v).for_each(|(z, &x)| *z = T::narrow(num_complex::Complex::new(x, T::zero_impl())))
+            }
+            Block::Index(_) => unreachable!("output {k} is complex"),
+        }
+    }
+    Ok(CpuBuffer::C64(slots.data.into()))
+}
+
 /// The lower (or upper) triangle of `a`, the rest zero.
 fn triangle<T: Real>(a: &Mat<T>, upper: bool) -> Mat<T> {
     Mat::from_fn(
@@ -228,11 +278,6 @@ fn triangle<T: Real>(a: &Mat<T>, upper: bool) -> Mat<T> {
 fn solve_one<T: Real>(op: LinalgOp, a: Mat<T>, b: Option<Mat<T>>) -> Result<Vec<Block<T>>> {
     let par = faer::get_global_parallelism();
     let n = a.nrows();
-    if !(0..a.nrows()).all(|i| (0..a.ncols()).all(|j| T::is_finite_impl(&a[(i, j)]))) {
-        if let Some(nan) = not_a_number(op, a.nrows(), a.ncols()) {
-            return Ok(nan);
-        }
-    }
     let singular =
         |what: &str| Error::Runtime { op: op.name(), msg: format!("{what} failed: the matrix is singular.") };
     let zero_diagonal = |m: MatRef<'_, T>| (0..m.nrows().min(m.ncols())).any(|i| m[(i, i)] == T::zero_impl());
@@ -351,6 +396,55 @@ fn solve_one<T: Real>(op: LinalgOp, a: Mat<T>, b: Option<Mat<T>>) -> Result<Vec<
             ]
         }
     })
+}
+
+/// The SVD and the eigendecompositions of one complex64 matrix `a`: real
+/// singular values and Hermitian eigenvalues, complex factors.
+fn solve_complex(op: LinalgOp, a: Mat<Complex32>, _: Option<Mat<Complex32>>) -> Result<Vec<Block<f32>>> {
+    let n = a.nrows();
+    let not_converged = |what: &str| Error::Runtime { op: op.name(), msg: format!("The {what} did not converge.") };
+    Ok(match op {
+        LinalgOp::Svd { compute_uv: true } => {
+            let svd = a.svd().map_err(|_| not_converged("SVD"))?;
+            let s: Vec<f32> = (0..a.nrows().min(a.ncols())).map(|i| svd.S()[i].re).collect();
+            vec![
+                Block::Complex(row_major(svd.U())),
+                Block::Real(s),
+                Block::Complex(conjugated(row_major(svd.V().transpose()))),
+            ]
+        }
+        LinalgOp::Svd { compute_uv: false } => {
+            vec![Block::Real(a.singular_values().map_err(|_| not_converged("SVD"))?)]
+        }
+        LinalgOp::Eigh { upper, vectors } => {
+            let side = if upper { Side::Upper } else { Side::Lower };
+            if vectors {
+                let evd = a.self_adjoint_eigen(side).map_err(|_| not_converged("eigensolver"))?;
+                let w: Vec<f32> = (0..n).map(|i| evd.S()[i].re).collect();
+                vec![Block::Real(w), Block::Complex(row_major(evd.U()))]
+            } else {
+                vec![Block::Real(a.self_adjoint_eigenvalues(side).map_err(|_| not_converged("eigensolver"))?)]
+            }
+        }
+        LinalgOp::Eig { vectors } => {
+            if vectors {
+                let evd = a.eigen().map_err(|_| not_converged("eigensolver"))?;
+                let w: Vec<Complex32> = (0..n).map(|i| evd.S()[i]).collect();
+                let mut v = row_major(evd.U());
+                unit_columns(&mut v, n);
+                vec![Block::Complex(w), Block::Complex(v)]
+            } else {
+                vec![Block::Complex(a.eigenvalues().map_err(|_| not_converged("eigensolver"))?)]
+            }
+        }
+        _ => return Err(unsupported(op, Dtype::C64)),
+    })
+}
+
+/// The elements of `v`, conjugated.
+fn conjugated(mut v: Vec<Complex32>) -> Vec<Complex32> {
+    v.iter_mut().for_each(|z| *z = z.conj());
+    v
 }
 
 /// Scales each column of the row-major `n x n` matrix `v` to unit norm with

@@ -76,11 +76,13 @@ pub enum Family {
     /// Convolutions as implicit matrix products on the tensor cores
     /// (float16, bfloat16; `conv_igemm.rs`).
     ConvIgemm,
+    /// The element-wise steps around cuSOLVER's factorizations.
+    Linalg,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 18] = [
+    pub const ALL: [Family; 19] = [
         Family::Select,
         Family::Copy,
         Family::Reduce,
@@ -99,6 +101,7 @@ impl Family {
         Family::Softmax,
         Family::Conv,
         Family::ConvIgemm,
+        Family::Linalg,
     ];
 
     /// Module name prefix (the source file's stem).
@@ -122,6 +125,7 @@ impl Family {
             Family::Softmax => "softmax",
             Family::Conv => "conv",
             Family::ConvIgemm => "conv_igemm",
+            Family::Linalg => "linalg",
         }
     }
 
@@ -145,6 +149,7 @@ impl Family {
             Family::Softmax => include_str!("kernels/softmax.cu"),
             Family::Conv => include_str!("kernels/conv.cu"),
             Family::ConvIgemm => concat!(include_str!("kernels/mma.cuh"), include_str!("kernels/conv_igemm.cu")),
+            Family::Linalg => include_str!("kernels/linalg.cu"),
         }
     }
 }
@@ -292,6 +297,7 @@ impl Module {
             }
             Module::Family(Family::Conv, d) => super::conv::kernel_names(d),
             Module::Family(Family::ConvIgemm, d) => super::conv_igemm::kernel_names(d),
+            Module::Family(Family::Linalg, _) => vec!["keep_triangle".to_string()],
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

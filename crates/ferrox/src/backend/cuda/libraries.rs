@@ -48,6 +48,8 @@ pub enum CudaLibrary {
     Nvrtc,
     /// Matrix products.
     CublasLt,
+    /// Batched LU factorizations and solves, triangular solves.
+    Cublas,
     /// Convolutions (optional: ferrox has its own, slower kernels).
     Cudnn,
     /// Fast Fourier transforms.
@@ -69,14 +71,17 @@ enum VersionCall {
     ReturnTenThousands,
     /// `int f(int*)`, `major * 10000 + minor * 100 + patch` (NCCL 2.9 and later).
     OutTenThousands,
+    /// `int f(int property, int*)` for the major, minor and patch numbers (cuBLAS).
+    Properties,
 }
 
 impl CudaLibrary {
     /// Every library, in the order [`report`] lists them.
-    pub const ALL: [CudaLibrary; 7] = [
+    pub const ALL: [CudaLibrary; 8] = [
         CudaLibrary::Driver,
         CudaLibrary::Nvrtc,
         CudaLibrary::CublasLt,
+        CudaLibrary::Cublas,
         CudaLibrary::Cudnn,
         CudaLibrary::Cufft,
         CudaLibrary::Cusolver,
@@ -89,6 +94,7 @@ impl CudaLibrary {
             CudaLibrary::Driver => "driver",
             CudaLibrary::Nvrtc => "nvrtc",
             CudaLibrary::CublasLt => "cublaslt",
+            CudaLibrary::Cublas => "cublas",
             CudaLibrary::Cudnn => "cudnn",
             CudaLibrary::Cufft => "cufft",
             CudaLibrary::Cusolver => "cusolver",
@@ -103,6 +109,7 @@ impl CudaLibrary {
             CudaLibrary::Driver => &["libcuda.so.1"],
             CudaLibrary::Nvrtc => &["libnvrtc.so.13"],
             CudaLibrary::CublasLt => &["libcublasLt.so.13"],
+            CudaLibrary::Cublas => &["libcublas.so.13"],
             CudaLibrary::Cudnn => &["libcudnn.so.9"],
             CudaLibrary::Cufft => &["libcufft.so.12"],
             CudaLibrary::Cusolver => &["libcusolver.so.12"],
@@ -116,7 +123,7 @@ impl CudaLibrary {
         match self {
             CudaLibrary::Driver => &[],
             CudaLibrary::Nvrtc => &["nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"],
-            CudaLibrary::CublasLt => &["nvidia/cu13/lib", "nvidia/cublas/lib"],
+            CudaLibrary::CublasLt | CudaLibrary::Cublas => &["nvidia/cu13/lib", "nvidia/cublas/lib"],
             CudaLibrary::Cudnn => &["nvidia/cudnn/lib", "nvidia/cu13/lib"],
             CudaLibrary::Cufft => &["nvidia/cu13/lib", "nvidia/cufft/lib"],
             CudaLibrary::Cusolver => &["nvidia/cu13/lib", "nvidia/cusolver/lib"],
@@ -129,7 +136,7 @@ impl CudaLibrary {
         match self {
             CudaLibrary::Driver => "(none: install the NVIDIA driver)",
             CudaLibrary::Nvrtc => "nvidia-cuda-nvrtc",
-            CudaLibrary::CublasLt => "nvidia-cublas",
+            CudaLibrary::CublasLt | CudaLibrary::Cublas => "nvidia-cublas",
             CudaLibrary::Cudnn => "nvidia-cudnn-cu13",
             CudaLibrary::Cufft => "nvidia-cufft",
             CudaLibrary::Cusolver => "nvidia-cusolver",
@@ -143,6 +150,7 @@ impl CudaLibrary {
             CudaLibrary::Driver => ("cuDriverGetVersion", VersionCall::OutThousands),
             CudaLibrary::Nvrtc => ("nvrtcVersion", VersionCall::OutMajorMinor),
             CudaLibrary::CublasLt => ("cublasLtGetVersion", VersionCall::ReturnTenThousands),
+            CudaLibrary::Cublas => ("cublasGetProperty", VersionCall::Properties),
             CudaLibrary::Cudnn => ("cudnnGetVersion", VersionCall::ReturnTenThousands),
             CudaLibrary::Cufft => ("cufftGetVersion", VersionCall::OutThousands),
             CudaLibrary::Cusolver => ("cusolverGetVersion", VersionCall::OutThousands),
@@ -360,6 +368,12 @@ fn version_of(lib: CudaLibrary, handle: usize) -> Option<String> {
                 let f: extern "C" fn(*mut c_int) -> c_int = std::mem::transmute(sym);
                 let mut v = 0;
                 (f(&mut v) == 0).then(|| format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100))
+            }
+            VersionCall::Properties => {
+                let f: extern "C" fn(c_int, *mut c_int) -> c_int = std::mem::transmute(sym);
+                let mut parts = [0; 3];
+                let read = (0..3).all(|p| f(p as c_int, &mut parts[p]) == 0);
+                read.then(|| format!("{}.{}.{}", parts[0], parts[1], parts[2]))
             }
         }
     }

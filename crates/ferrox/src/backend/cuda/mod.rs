@@ -13,10 +13,12 @@ pub mod compiler;
 mod conv;
 mod conv_igemm;
 mod creation;
+mod cublas_api;
 mod cublaslt_api;
 mod cudnn;
 mod cudnn_api;
 mod cufft_api;
+mod cusolver_api;
 pub mod custom_kernel;
 mod device;
 mod elementwise;
@@ -29,6 +31,7 @@ mod graph;
 pub mod kernels;
 mod launch;
 pub mod libraries;
+mod linalg;
 mod matmul;
 mod nvrtc_api;
 mod optimizer;
@@ -378,12 +381,20 @@ impl Backend for CudaBackend {
     }
 
     fn linalg(&self, op: LinalgOp, inputs: &[(&Storage, &Layout)]) -> Result<Vec<Storage>> {
-        // No cuSOLVER path yet: the matrices go to the host and back.
-        libraries::warn_once(
-            "linalg-on-host",
-            "ferrox.linalg runs on the CPU for GPU arrays (copied to the host and back): \
-             its cuSOLVER kernels are not built yet.",
-        );
+        let on_device: Vec<(&CudaStorage, &Layout)> =
+            inputs.iter().map(|(s, l)| Ok((self.input(s)?, *l))).collect::<Result<_>>()?;
+        if let Some(outputs) = linalg::linalg(&self.stream, op, &on_device)? {
+            return outputs.into_iter().map(wrap).collect();
+        }
+        // The general eigendecomposition and complex64 matrices go to the
+        // host and back (matrices with no elements too, silently).
+        if inputs.iter().all(|(_, l)| l.size() > 0) {
+            libraries::warn_once(
+                "linalg-on-host",
+                "ferrox.linalg's eig, eigvals and complex64 factorizations run on the CPU for GPU arrays \
+                 (copied to the host and back): cuSOLVER kernels for them are not built yet.",
+            );
+        }
         let host: Vec<CpuStorage> = inputs.iter().map(|(s, l)| self.to_host(s, l)).collect::<Result<_>>()?;
         let host_inputs: Vec<(&super::cpu::CpuBuffer, Layout)> =
             host.iter().zip(inputs).map(|(h, (_, l))| (h.buffer(), Layout::contiguous(&l.shape))).collect();

@@ -4,14 +4,16 @@
 //! composition of ops (and the `linalg` routines), so it is lazy, batched
 //! and differentiable.
 
-use super::{check_float, check_matrix, is_square, matrix_norm_of, vector_norm, NormOrd};
+use super::{
+    check_float, check_matrix, is_square, matrix_norm_of, solve_operands, solve_triangular, vector_norm, NormOrd,
+};
 use crate::array::Array;
 use crate::backend::LinalgOp;
 use crate::dtype::Dtype;
 use crate::element::Scalar;
 use crate::error::{Error, Result};
 use crate::ops;
-use crate::primitives::linalg_apply as apply;
+use crate::primitives::{linalg_apply as apply, PivotPermutation};
 
 fn scalar(value: f64, dtype: Dtype) -> Array {
     Array::scalar_of(Scalar::Float(value), dtype)
@@ -308,4 +310,56 @@ pub fn matrix_norm(a: &Array, ord: NormOrd, dims: [isize; 2], keepdim: bool) -> 
         crate::shape::normalize_axis(d, a.ndim()).ok_or(Error::AxisOutOfRange { op: name, axis: d, ndim: a.ndim() })?;
     }
     matrix_norm_of(a, ord, &dims, keepdim)
+}
+
+/// `x` with `A x = b` (`Aᵀ x = b` with `adjoint`; `x A = b`, or `x Aᵀ = b`,
+/// when not `left`) from `lu_factor`'s packed factors and 0-based pivots of
+/// each square `A` (PyTorch's `lu_solve`); `b` is a vector or a batch of
+/// matrices, batch axes broadcast.
+pub fn lu_solve(lu: &Array, pivots: &Array, b: &Array, left: bool, adjoint: bool) -> Result<Array> {
+    let name = "linalg::lu_solve";
+    if !left {
+        // x A = b  <=>  Aᵀ xᵀ = bᵀ.
+        if b.ndim() < 2 {
+            return Err(Error::invalid(name, "b must have at least 2 dimensions when left is False."));
+        }
+        let xt = lu_solve(lu, pivots, &ops::swapaxes(b, -1, -2)?, true, !adjoint)?;
+        return ops::swapaxes(&xt, -1, -2);
+    }
+    let (lu, b, vector) = solve_operands(name, lu, b)?;
+    let nd = lu.ndim();
+    let n = lu.shape()[nd - 1];
+    if !pivots.dtype().is_integer() || pivots.ndim() == 0 || pivots.shape()[pivots.ndim() - 1] != n {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "pivots must be an integer array of shape (..., {n}) (lu_factor's), got shape {:?} and type {}.",
+                pivots.shape(),
+                pivots.dtype()
+            ),
+        ));
+    }
+    let mut order_shape = lu.shape()[..nd - 2].to_vec();
+    order_shape.push(n);
+    // Pivots are indices: no gradient flows through them.
+    let pivots = ops::stop_gradient(&ops::broadcast_to(&ops::astype(pivots, Dtype::U32)?, &order_shape)?)?;
+    // Row j of L U is row order[j] of A.
+    let order = Array::from_primitive(order_shape, Dtype::U32, PivotPermutation { rows: n }, vec![pivots])?;
+    let l = ops::add(&ops::tril(&lu, -1)?, &ops::eye(n, None, 0, lu.dtype())?)?;
+    let u = ops::triu(&lu, 0)?;
+    let x = if adjoint {
+        // A = Pᵀ L U, so Aᵀ x = b gives (P x) = L⁻ᵀ U⁻ᵀ b: x[order[j]] = y[j].
+        let y = solve_triangular(&ops::swapaxes(&u, -1, -2)?, &b, false)?;
+        let y = solve_triangular(&ops::swapaxes(&l, -1, -2)?, &y, true)?;
+        let back = ops::expand_dims(&ops::argsort(&order, Some(-1))?, &[-1])?;
+        ops::take_along_axis(&y, &back, Some(-2))?
+    } else {
+        let permuted = ops::take_along_axis(&b, &ops::expand_dims(&order, &[-1])?, Some(-2))?;
+        solve_triangular(&u, &solve_triangular(&l, &permuted, false)?, true)?
+    };
+    if vector {
+        ops::squeeze(&x, Some(&[-1]))
+    } else {
+        Ok(x)
+    }
 }

@@ -131,7 +131,7 @@ pub fn pinv(a: &Array) -> Result<Array> {
 /// The checks and broadcasting of `solve` and `solve_triangular` (MLX's
 /// `validate_solve`): `b` is a vector (`[.., n]` only when 1-D) or a
 /// matrix batch `[.., n, k]`; batch axes broadcast.
-fn solve_operands(name: &'static str, a: &Array, b: &Array) -> Result<(Array, Array, bool)> {
+pub(super) fn solve_operands(name: &'static str, a: &Array, b: &Array) -> Result<(Array, Array, bool)> {
     if a.ndim() < 2 {
         return Err(Error::invalid(
             name,
@@ -239,12 +239,11 @@ pub fn svd(a: &Array, compute_uv: bool) -> Result<Vec<Array>> {
     apply(LinalgOp::Svd { compute_uv }, &[a.clone()])
 }
 
-/// MLX's check for the routines that also take complex64 (which ferrox
-/// does not factorize yet: a clear error until it does).
+/// MLX's check for the routines that also take complex64 (the SVD and the
+/// eigendecompositions).
 fn check_float_or_complex(name: &'static str, dtype: Dtype) -> Result<()> {
     match dtype {
-        Dtype::F32 | Dtype::F64 => Ok(()),
-        Dtype::C64 => Err(Error::invalid(name, "complex64 input is not supported yet (float32 or float64 only).")),
+        Dtype::F32 | Dtype::F64 | Dtype::C64 => Ok(()),
         _ => Err(Error::invalid(
             name,
             format!("Arrays must have type float32, float64 or complex64. Received array with type {dtype}."),
