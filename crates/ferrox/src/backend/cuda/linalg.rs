@@ -412,75 +412,36 @@ fn lu_solve(
         })?;
         read_i32(s, &info)?
     } else {
-        let pivots = CudaStorage::alloc(Dtype::I64, n, s)?;
+        let pivots = CudaStorage::alloc(Dtype::I64, count * n, s)?;
         let info = CudaStorage::alloc(Dtype::I32, count, s)?;
+        getrf_each(s, g, &a, &pivots, &info)?;
         // getrs reports only invalid arguments: its own slot keeps getrf's.
         let solve_info = CudaStorage::alloc(Dtype::I32, 1, s)?;
         let dt = data_type(a.dtype());
         with_handles(s, |h, api| {
-            let (mut device_bytes, mut host_bytes) = (0usize, 0usize);
             let ni = n as i64;
-            // SAFETY: every pointer is a live device buffer of the stated
-            // size; the workspace is as large as cuSOLVER asked.
-            unsafe {
-                check(
-                    "getrf_bufferSize",
-                    (api.cusolverDnXgetrf_bufferSize)(
+            for i in 0..count {
+                // SAFETY: every pointer is a live device buffer of the stated size.
+                let status = unsafe {
+                    (api.cusolverDnXgetrs)(
                         h.solver,
                         h.params,
+                        solver::NO_TRANSPOSE,
                         ni,
-                        ni,
+                        k as i64,
                         dt,
-                        device(a.ptr_at(0)),
+                        device(a.ptr_at(i * n * n)),
                         ni,
+                        device(pivots.ptr_at(i * n)),
                         dt,
-                        &mut device_bytes,
-                        &mut host_bytes,
-                    ),
-                )?;
-                let mut work = Workspace::new(s, device_bytes, host_bytes)?;
-                for i in 0..count {
-                    let (am, bm, inf) = (a.ptr_at(i * n * n), b.ptr_at(i * n * k), info.ptr_at(i));
-                    check(
-                        "getrf",
-                        (api.cusolverDnXgetrf)(
-                            h.solver,
-                            h.params,
-                            ni,
-                            ni,
-                            dt,
-                            device(am),
-                            ni,
-                            device(pivots.ptr_at(0)),
-                            dt,
-                            work.device_ptr(),
-                            work.device_bytes,
-                            work.host_ptr(),
-                            host_bytes,
-                            device(inf),
-                        ),
-                    )?;
-                    check(
-                        "getrs",
-                        (api.cusolverDnXgetrs)(
-                            h.solver,
-                            h.params,
-                            solver::NO_TRANSPOSE,
-                            ni,
-                            k as i64,
-                            dt,
-                            device(am),
-                            ni,
-                            device(pivots.ptr_at(0)),
-                            dt,
-                            device(bm),
-                            ni,
-                            device(solve_info.ptr_at(0)),
-                        ),
-                    )?;
-                }
-                Ok(())
+                        device(b.ptr_at(i * n * k)),
+                        ni,
+                        device(solve_info.ptr_at(0)),
+                    )
+                };
+                check("getrs", status)?;
             }
+            Ok(())
         })?;
         read_i32(s, &info)?
     };
@@ -641,13 +602,18 @@ fn triangular_inverse(
     Ok(out)
 }
 
-/// The packed LU factors, LAPACK's 0-based pivots and the row order of the
-/// column-major `m x n` matrices `a` (see [`LinalgOp::LuFactor`]).
-fn lu_factor(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage) -> Result<Vec<CudaStorage>> {
+/// cuSOLVER's LU factorization with partial pivoting of each column-major
+/// `m x n` matrix of `a`, in place: `min(m, n)` 1-based pivots per matrix in
+/// `pivots` (int64), LAPACK's status per matrix in `info`.
+fn getrf_each(
+    s: &Arc<GpuStream>,
+    g: &Geometry,
+    a: &CudaStorage,
+    pivots: &CudaStorage,
+    info: &CudaStorage,
+) -> Result<()> {
     let (m, n, count) = (g.m, g.n, g.count());
     let k = m.min(n);
-    let pivots = CudaStorage::alloc(Dtype::I64, count * k, s)?;
-    let info = CudaStorage::alloc(Dtype::I32, count, s)?;
     let dt = data_type(a.dtype());
     with_handles(s, |h, api| {
         let (mi, ni) = (m as i64, n as i64);
@@ -694,7 +660,17 @@ fn lu_factor(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage) -> Result<Vec<Cud
             }
         }
         Ok(())
-    })?;
+    })
+}
+
+/// The packed LU factors, LAPACK's 0-based pivots and the row order of the
+/// column-major `m x n` matrices `a` (see [`LinalgOp::LuFactor`]).
+fn lu_factor(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage) -> Result<Vec<CudaStorage>> {
+    let (m, n, count) = (g.m, g.n, g.count());
+    let k = m.min(n);
+    let pivots = CudaStorage::alloc(Dtype::I64, count * k, s)?;
+    let info = CudaStorage::alloc(Dtype::I32, count, s)?;
+    getrf_each(s, g, &a, &pivots, &info)?;
     // LAPACK's 1-based swaps become 0-based ones and the row order they make.
     let swaps = match super::download(s, pivots.ptr_at(0), Dtype::I64, count * k)?.buffer() {
         CpuBuffer::I64(v) => v.as_slice().to_vec(),
