@@ -22,6 +22,7 @@ from ferrox.nn.layers import (  # noqa: F401
     normalization,
     pooling,
     positional_encoding,
+    quantized,
     recurrent,
     transformer,
     upsample,

@@ -72,6 +72,7 @@ from ferrox.nn.layers.linear import Bilinear, Identity, Linear
 from ferrox.nn.layers.normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
 from ferrox.nn.layers.pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from ferrox.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
+from ferrox.nn.layers.quantized import QQLinear, QuantizedEmbedding, QuantizedLinear, quantize
 from ferrox.nn.layers.recurrent import GRU, LSTM, RNN
 from ferrox.nn.layers.transformer import (
     MultiHeadAttention,
@@ -95,4 +96,5 @@ __all__ = [
     "MaxPool2d", "MaxPool3d", "Upsample",
     "AllToShardedLinear", "FullyShardedModule", "QuantizedAllToShardedLinear", "QuantizedShardedToAllLinear",
     "ShardedToAllLinear", "fully_shard",
+    "QQLinear", "QuantizedEmbedding", "QuantizedLinear", "quantize",
 ]  # fmt: skip

@@ -1,9 +1,11 @@
 """``Embedding``: a lookup table from integer ids to vectors."""
 
 import math
+from typing import Optional
 
 import ferrox as fx
 from ferrox.nn.layers.base import Module
+from ferrox.nn.layers.quantized import QuantizedEmbedding
 
 
 class Embedding(Module):
@@ -38,3 +40,27 @@ class Embedding(Module):
             array: ``x`` times the transposed embedding matrix (tied output projection).
         """
         return x @ self.weight.T
+
+    def to_quantized(
+        self,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "affine",
+        quantize_input: bool = False,
+    ) -> "QuantizedEmbedding":
+        """A :class:`QuantizedEmbedding` approximating this layer.
+
+        Args:
+            group_size (int, optional): The quantization group size; ``None``
+                takes the mode's default.
+            bits (int, optional): The bits per weight; ``None`` takes the mode's default.
+            mode (str): The quantization mode (see :func:`ferrox.quantize`).
+                Default: ``"affine"``.
+            quantize_input (bool): Not supported (raises ``ValueError``). Default: ``False``.
+
+        Returns:
+            QuantizedEmbedding: The quantized layer.
+        """
+        if quantize_input:
+            raise ValueError("Quantized input is not supported.")
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -1,10 +1,11 @@
 """Affine layers: ``Identity``, ``Linear`` and ``Bilinear``."""
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import ferrox as fx
 from ferrox.nn.layers.base import Module
+from ferrox.nn.layers.quantized import QQLinear, QuantizedLinear
 
 
 class Identity(Module):
@@ -49,6 +50,36 @@ class Linear(Module):
         if "bias" in self:
             return fx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
+
+    def to_quantized(
+        self,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "affine",
+        quantize_input: bool = False,
+    ) -> Module:
+        """A quantized approximation of this layer: a :class:`QuantizedLinear`
+        (weight quantized), or with ``quantize_input`` a :class:`QQLinear`
+        (weight and input quantized; ``"nvfp4"`` and ``"mxfp8"`` only).
+
+        Args:
+            group_size (int, optional): The quantization group size; ``None``
+                takes the mode's default.
+            bits (int, optional): The bits per weight; ``None`` takes the mode's default.
+            mode (str): The quantization mode (see :func:`ferrox.quantize`).
+                Default: ``"affine"``.
+            quantize_input (bool): Quantize the input too. Default: ``False``.
+
+        Returns:
+            Module: The quantized layer.
+        """
+        if quantize_input:
+            if mode not in ("nvfp4", "mxfp8"):
+                raise ValueError(
+                    f"Quantized activations are only supported for 'nvfp4' and 'mxfp8' modes, got {mode}."
+                )
+            return QQLinear.from_linear(self, group_size, bits, mode)
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 
 class Bilinear(Module):
