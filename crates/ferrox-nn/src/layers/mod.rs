@@ -90,6 +90,7 @@ mod linear;
 mod normalization;
 mod pooling;
 mod positional;
+mod quantized;
 mod recurrent;
 mod sequential;
 mod transformer;
@@ -107,6 +108,7 @@ pub use linear::{Bilinear, Identity, Linear};
 pub use normalization::{layer_norm, rms_norm, LayerNorm, RMSNorm};
 pub use pooling::{AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d};
 pub use positional::{rope, ALiBi, RoPE, SinusoidalPositionalEncoding};
+pub use quantized::{Quantization, QuantizedEmbedding, QuantizedLinear};
 pub use recurrent::{GRU, LSTM, RNN};
 pub use sequential::Sequential;
 pub use transformer::{
