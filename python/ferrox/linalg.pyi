@@ -31,6 +31,8 @@ def householder_product(a: _ArrayLike, tau: _ArrayLike, *, stream: Stream = ...)
     """The product of Householder reflectors (PyTorch's ``linalg.householder_product``, LAPACK's ``orgqr``)."""
 def inv(a: _ArrayLike, *, stream: Stream = ...) -> array:
     """The inverse of the square matrices in ``a``."""
+def ldl_factor(A: _ArrayLike, *, hermitian: bool = ..., stream: Stream = ...) -> tuple[array, array]:
+    """The Bunch–Kaufman ``LDL^T`` factorization of symmetric matrices (PyTorch's ``linalg.ldl_factor``)."""
 def lstsq(a: _ArrayLike, b: _ArrayLike, rcond: float | None = ..., *, stream: Stream = ...) -> Any:
     """The least-squares solution of ``a @ x = b`` (NumPy's ``linalg.lstsq``, through the SVD)."""
 def lu(a: _ArrayLike, *, stream: Stream = ...) -> Any:

@@ -662,6 +662,27 @@ def test_complex64_empty_and_non_finite():
     assert np.isnan(np.array(w)).all() and np.isnan(np.array(v)).all()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_non_finite_matrices_give_nans_in_the_iterative_routines(rng, dtype):
+    """Per matrix of a batch: a NaN or an infinity makes the SVD's, eigh's
+    and eig's outputs NaN; the finite neighbour is unaffected."""
+    x = rng.standard_normal((2, 3, 3))
+    x = (x + mT(x)).astype(dtype)
+    x[1, 0, 2] = np.inf
+    x[1, 2, 0] = np.nan
+    a = fx.array(x)
+    outputs = {
+        "svd": fx.linalg.svd(a),
+        "eigh": fx.linalg.eigh(a),
+        "eig": fx.linalg.eig(a),
+    }
+    for name, outs in outputs.items():
+        for out in outs:
+            values = np.array(out)
+            assert np.isnan(values[1]).all(), name
+            assert np.isfinite(values[0]).all(), name
+
+
 @pytest.mark.parametrize(
     "fun",
     [
@@ -1181,6 +1202,88 @@ def test_lu_solve_errors():
         fx.linalg.lu_solve(lu, piv, fx.ones(3), left=False)
     with pytest.raises(ValueError, match="linalg::lu_solve"):
         fx.linalg.lu_solve(lu, piv, fx.ones((4, 1)))
+
+
+# LAPACK's sytrf (SciPy's ssytrf/dsytrf, lower triangle) on fixed matrices,
+# upper triangle zeroed as PyTorch's ldl_factor returns it: inputs, packed
+# factors and 1-based pivots under "<case>/<dtype>/{a,ld,pivots}".
+LDL_LAPACK = np.load(__import__("pathlib").Path(__file__).parent / "data" / "ldl_lapack.npz")
+LDL_CASES = sorted({key.split("/")[0] for key in LDL_LAPACK.files})
+
+
+def ldl_rebuild(ld, pivots):
+    """P L D L^T P^T from LAPACK's packed lower form (the reading sytrs does):
+    step k's multipliers are stored in the row order of step k."""
+    n = ld.shape[-1]
+    d = np.zeros((n, n))
+    steps, k = [], 0
+    while k < n:
+        step = 2 if pivots[k] < 0 else 1
+        d[k:k + step, k:k + step] = ld[k:k + step, k:k + step]
+        if step == 2:
+            d[k, k + 1] = d[k + 1, k]
+        steps.append((k, step))
+        k += step
+    m = d
+    for k, step in reversed(steps):
+        lk = np.eye(n)
+        lk[k + step:, k:k + step] = ld[k + step:, k:k + step]
+        p = np.eye(n)
+        kk, q = k + step - 1, abs(int(pivots[k])) - 1
+        p[[kk, q]] = p[[q, kk]]
+        m = (p @ lk) @ m @ (p @ lk).T
+    return m
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", LDL_CASES)
+def test_ldl_factor_matches_lapack(case, dtype):
+    a = LDL_LAPACK[f"{case}/{dtype}/a"]
+    ld, pivots = fx.linalg.ldl_factor(fxa(a, dtype))
+    assert ld.dtype == getattr(fx, dtype) and pivots.dtype == fx.int32
+    np.testing.assert_array_equal(np.array(pivots), LDL_LAPACK[f"{case}/{dtype}/pivots"])
+    check(ld, LDL_LAPACK[f"{case}/{dtype}/ld"], dtype, scale=100)
+    # The factors rebuild the (symmetrized) input.
+    close(ldl_rebuild(np.array(ld, dtype=np.float64), np.array(pivots)), np.tril(a) + np.tril(a, -1).T, dtype, scale=100)
+
+
+def test_ldl_factor_batches_views_and_the_lower_triangle(rng):
+    a = rng.standard_normal((2, 3, 7, 7))
+    a = a + mT(a)
+    a[0, 1] *= 1 - np.eye(7)  # zero diagonal: 2x2 blocks
+    # A transposed view with garbage above the diagonal: only the lower triangle is read.
+    garbage = np.tril(a) + np.triu(rng.standard_normal(a.shape) * 50, 1)
+    ld, pivots = fx.linalg.ldl_factor(fx.swapaxes(f64(mT(garbage)), -1, -2))
+    assert ld.shape == (2, 3, 7, 7) and pivots.shape == (2, 3, 7)
+    ld, pivots = np.array(ld), np.array(pivots)
+    assert (np.triu(ld, 1) == 0).all()
+    assert (pivots < 0).any() and (pivots > 0).any()
+    for i in np.ndindex(2, 3):
+        close(ldl_rebuild(ld[i], pivots[i]), a[i], "float64", scale=100)
+    # vmap gives what the batch gives.
+    vl, vp = fx.vmap(fx.linalg.ldl_factor)(f64(a[0]))
+    np.testing.assert_array_equal(np.array(vp), pivots[0])
+    close(np.array(vl), ld[0], "float64")
+
+
+def test_ldl_factor_edge_cases_and_errors():
+    for shape in [(0, 0), (3, 0, 0)]:
+        ld, pivots = fx.linalg.ldl_factor(fx.zeros(shape, dtype=fx.float64))
+        assert ld.shape == shape and pivots.shape == shape[:-1] and pivots.dtype == fx.int32
+    ld, pivots = fx.linalg.ldl_factor(fx.array([[-2.0]]), hermitian=True)
+    assert np.array(ld).tolist() == [[-2.0]] and np.array(pivots).tolist() == [1]
+    # A zero column is a singular 1x1 block, left in place (LAPACK's info > 0).
+    ld, pivots = fx.linalg.ldl_factor(fx.array([[0.0, 0.0], [0.0, 3.0]]))
+    assert np.array(ld).tolist() == [[0.0, 0.0], [0.0, 3.0]] and np.array(pivots).tolist() == [1, 2]
+    with pytest.raises(ValueError, match=re.escape("[linalg::ldl_factor] LDL factorizations are only defined for square matrices.")):
+        fx.linalg.ldl_factor(fx.zeros((3, 4)))
+    with pytest.raises(ValueError, match=re.escape("[linalg::ldl_factor] Arrays must have >= 2 dimensions.")):
+        fx.linalg.ldl_factor(fx.zeros(3))
+    for dtype in (fx.int32, fx.float16, fx.complex64):
+        with pytest.raises(ValueError, match=re.escape("[linalg::ldl_factor] Arrays must have type float32 or float64.")):
+            fx.linalg.ldl_factor(fx.zeros((3, 3), dtype=dtype))
+    with pytest.raises(ValueError, match="ldl_factor.*gradient"):
+        fx.grad(lambda x: fx.linalg.ldl_factor(x)[0].sum())(fx.eye(3))
 
 
 @pytest.mark.parametrize("ord", [2, 1, 0, INF, -INF, 3.5])

@@ -524,6 +524,28 @@ fn lu_solve(
     wrap(on_stream(stream, || la::lu_solve(&lu, &pivots, &b, left, adjoint)))
 }
 
+/// The Bunch–Kaufman ``LDL^T`` factorization of symmetric matrices (PyTorch's ``linalg.ldl_factor``).
+///
+/// Args:
+///     A (array): ``(..., N, N)`` float32 or float64; only the lower triangle is read.
+///     hermitian (bool, optional): PyTorch's flag for complex matrices; real ones are
+///         symmetric and Hermitian alike. Default: ``False``.
+///
+/// Returns:
+///     tuple(array, array): ``LD``, LAPACK's ``sytrf`` packing (``D``'s 1x1 and 2x2 blocks on and
+///     below the diagonal, the multipliers of ``L`` under them, zeros above), and the 1-based
+///     int32 pivots (negative on both rows of a 2x2 block).
+#[guarded]
+#[pyfunction]
+#[pyo3(signature = (A, *, hermitian = false, stream = None))]
+#[allow(non_snake_case)]
+fn ldl_factor(A: &Bound<'_, PyAny>, hermitian: bool, stream: Stream<'_>) -> PyResult<(PyArray, PyArray)> {
+    // Real matrices only: symmetric and Hermitian are the same.
+    let _ = hermitian;
+    let a = to_array(A, None)?;
+    pair(on_stream(stream, || la::ldl_factor(&a)))
+}
+
 /// A vector norm over any axes (PyTorch's ``linalg.vector_norm``).
 ///
 /// Args:
@@ -612,6 +634,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         lstsq,
         householder_product,
         lu_solve,
+        ldl_factor,
         vector_norm,
         matrix_norm
     );

@@ -465,6 +465,12 @@ pub enum LinalgOp {
     /// with row `pivots[i]`, length `min(m, n)`), and the row permutation
     /// `p` (uint32, length `m`) with `A = (L U)[p]`.
     LuFactor,
+    /// The Bunch–Kaufman `L D T(L)` factorization of a symmetric `A`, read
+    /// from its lower triangle, in LAPACK's `sytrf` form (PyTorch's
+    /// `ldl_factor`): the packed factors (`D`'s 1x1 and 2x2 blocks on and
+    /// next to the diagonal, the multipliers below, zeros above) and the
+    /// pivots (int32, 1-based, both entries of a 2x2 block negative).
+    LdlFactor,
 }
 
 impl LinalgOp {
@@ -481,6 +487,7 @@ impl LinalgOp {
             LinalgOp::Eigh { .. } => "linalg::eigh",
             LinalgOp::Eig { .. } => "linalg::eig",
             LinalgOp::LuFactor => "linalg::lu_factor",
+            LinalgOp::LdlFactor => "linalg::ldl_factor",
         }
     }
 
@@ -511,6 +518,7 @@ impl LinalgOp {
             LinalgOp::LuFactor => {
                 vec![(a.to_vec(), dtype), (shaped(&[k]), Dtype::U32), (shaped(&[m]), Dtype::U32)]
             }
+            LinalgOp::LdlFactor => vec![(a.to_vec(), dtype), (shaped(&[n]), Dtype::I32)],
         }
     }
 }

@@ -228,6 +228,7 @@ impl Primitive for Linalg {
             LinalgOp::Eigh { .. } => "Eigh",
             LinalgOp::Eig { .. } => "Eig",
             LinalgOp::LuFactor => "LUF",
+            LinalgOp::LdlFactor => "LDLF",
         }
     }
     fn output_specs(&self, inputs: &[Array]) -> Result<Vec<OutputSpec>> {
@@ -342,6 +343,12 @@ impl Primitive for Linalg {
                 return Err(Error::invalid(
                     "linalg::eig",
                     "The gradient of a general eigendecomposition is not supported.",
+                ));
+            }
+            LinalgOp::LdlFactor => {
+                return Err(Error::invalid(
+                    "linalg::ldl_factor",
+                    "The gradient of an LDL factorization is not supported (nor in PyTorch).",
                 ));
             }
         };

@@ -1,5 +1,6 @@
 //! Dense linear algebra on the CPU through faer: Cholesky, LU, QR, SVD,
-//! symmetric and general eigendecompositions, inverses and solves, over the
+//! symmetric and general eigendecompositions, inverses and solves (and, in
+//! `bunch_kaufman`, LAPACK's symmetric indefinite `L D T(L)`), over the
 //! last two axes of their inputs and batched over the leading ones. The SVD
 //! and the eigendecompositions also take complex64 matrices (as MLX's do).
 //!
@@ -8,6 +9,7 @@
 //! batches of small matrices also run several matrices at once), and
 //! written row-major into its slot of the outputs.
 
+use super::bunch_kaufman;
 use super::storage::{output_vec, CpuBuffer, CpuElement};
 use crate::backend::LinalgOp;
 use crate::dtype::Dtype;
@@ -154,6 +156,7 @@ enum Block<T> {
     Real(Vec<T>),
     Complex(Vec<Complex32>),
     Index(Vec<u32>),
+    Pivots(Vec<i32>),
 }
 
 /// A faer matrix in row-major order.
@@ -222,6 +225,10 @@ fn assemble<T: Real>(
                 Block::Index(v) => v,
                 _ => unreachable!("output {k} is an index"),
             })?,
+            Dtype::I32 => gather(shape, batch, blocks, k, |blk| match blk {
+                Block::Pivots(v) => v,
+                _ => unreachable!("output {k} holds pivots"),
+            })?,
             _ => gather(shape, batch, blocks, k, |blk| match blk {
                 Block::Real(v) => v,
                 _ => unreachable!("output {k} is real"),
@@ -259,7 +266,7 @@ fn gather_complex<T: Real>(shape: &[usize], batch: usize, blocks: &[Vec<Block<T>
             Block::Real(v) => {
                 slot.iter_mut().zip(v).for_each(|(z, &x)| *z = T::narrow(num_complex::Complex::new(x, T::zero_impl())))
             }
-            Block::Index(_) => unreachable!("output {k} is complex"),
+            Block::Index(_) | Block::Pivots(_) => unreachable!("output {k} is complex"),
         }
     }
     Ok(CpuBuffer::C64(slots.data.into()))
@@ -395,6 +402,12 @@ fn solve_one<T: Real>(op: LinalgOp, a: Mat<T>, b: Option<Mat<T>>) -> Result<Vec<
                 Block::Index(inverse(&forward)),
             ]
         }
+        LinalgOp::LdlFactor => {
+            let mut data: Vec<T> = (0..n * n).map(|k| a[(k % n, k / n)]).collect();
+            let pivots = bunch_kaufman::factor_lower(&mut bunch_kaufman::ColumnMajor { data: &mut data, n });
+            let packed = Mat::from_fn(n, n, |i, j| if j <= i { data[j * n + i] } else { T::zero_impl() });
+            vec![Block::Real(row_major(packed.as_ref())), Block::Pivots(pivots)]
+        }
     })
 }
 
@@ -481,6 +494,7 @@ fn empty<T: Real>(op: LinalgOp, m: usize, n: usize) -> Result<Vec<Block<T>>> {
         LinalgOp::Eigh { vectors: true, .. } => vec![none(), none()],
         LinalgOp::Eig { vectors: true } => vec![Block::Complex(Vec::new()), Block::Complex(Vec::new())],
         LinalgOp::Eig { vectors: false } => vec![Block::Complex(Vec::new())],
+        LinalgOp::LdlFactor => vec![none(), Block::Pivots(Vec::new())],
         LinalgOp::LuFactor => {
             let mut rows = output_vec::<u32>(m)?;
             rows.iter_mut().enumerate().for_each(|(i, r)| *r = i as u32);

@@ -3,6 +3,7 @@
 //! One file per kernel family.
 
 mod attention;
+mod bunch_kaufman;
 pub mod cache;
 pub mod creation;
 pub mod elementwise;

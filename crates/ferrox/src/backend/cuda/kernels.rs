@@ -297,7 +297,7 @@ impl Module {
             }
             Module::Family(Family::Conv, d) => super::conv::kernel_names(d),
             Module::Family(Family::ConvIgemm, d) => super::conv_igemm::kernel_names(d),
-            Module::Family(Family::Linalg, _) => vec!["keep_triangle".to_string()],
+            Module::Family(Family::Linalg, d) => super::linalg::kernel_names(d),
             Module::Family(..) => Vec::new(),
             Module::Unary(op, _) => unary_kernel_names(op),
             Module::Binary(op, _) => binary_kernel_names(op),

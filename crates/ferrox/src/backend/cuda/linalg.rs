@@ -6,12 +6,15 @@
 //! there, and copies each output back to row-major order. Batches run as
 //! one batched call where cuSOLVER or cuBLAS has one (Cholesky, the LU
 //! solves and inverses of square matrices, triangular solves), else one call
-//! per matrix on the same stream (QR, SVD, eigh, triangular inverses, LU of
+//! per matrix on the same stream (QR, SVD, eigh, triangular inverses, LDL, LU of
 //! one or of rectangular matrices). What a factorization reports (a singular
 //! or indefinite matrix, no convergence) is read back once it has run, as
 //! PyTorch does, and raised or turned into NaNs as the CPU backend does.
-//! The general eigendecomposition and complex64 inputs are not handled here
-//! (`None`): the caller runs them on the host.
+//! complex64 matrices (SVD, eigh, eig) use the same routines; the general
+//! eigendecomposition of a real matrix unpacks LAPACK's real eigenvector
+//! pairs into complex64 (`eig_vectors`). Matrices with no elements are not
+//! handled here (`None`): the caller makes their (empty) outputs on the
+//! host.
 
 use super::allocator::{allocate, DeviceBuffer};
 use super::cublas_api;
@@ -99,13 +102,31 @@ fn with_handles<R>(s: &Arc<GpuStream>, f: impl FnOnce(&Handles, &'static Api) ->
     f(&map[&s.index], api)
 }
 
-/// cuSOLVER's name for a real dtype.
+/// cuSOLVER's name for a float32, float64 or complex64 dtype.
 fn data_type(dtype: Dtype) -> c_int {
-    if dtype == Dtype::F64 {
-        solver::R_64F
-    } else {
-        solver::R_32F
+    match dtype {
+        Dtype::F64 => solver::R_64F,
+        Dtype::C64 => solver::C_32F,
+        _ => solver::R_32F,
     }
+}
+
+/// The real dtype of a (complex) dtype's singular values and eigenvalues.
+fn real_dtype(dtype: Dtype) -> Dtype {
+    if dtype == Dtype::C64 {
+        Dtype::F32
+    } else {
+        dtype
+    }
+}
+
+/// The kernels `linalg.cu` defines for the module of dtype `d`.
+pub(crate) fn kernel_names(d: Dtype) -> Vec<String> {
+    let mut names = vec!["keep_triangle".to_string(), "mark_non_finite".to_string()];
+    if matches!(d, Dtype::F32 | Dtype::F64) {
+        names.extend(["eig_values".to_string(), "eig_vectors".to_string()]);
+    }
+    names
 }
 
 /// Device and host scratch space of the sizes a routine asked for.
@@ -207,8 +228,7 @@ fn singular(op: LinalgOp, what: &str) -> Error {
     Error::Runtime { op: op.name(), msg: format!("{what} failed: the matrix is singular.") }
 }
 
-/// `op` over `inputs` on the GPU, or `None` where it runs on the host
-/// (general eigendecompositions, complex64, matrices with no elements).
+/// `op` over `inputs` on the GPU, or `None` for matrices with no elements.
 pub(crate) fn linalg(
     s: &Arc<GpuStream>,
     op: LinalgOp,
@@ -216,8 +236,7 @@ pub(crate) fn linalg(
 ) -> Result<Option<Vec<CudaStorage>>> {
     let (x, layout) = inputs[0];
     let dtype = x.dtype();
-    let empty = inputs.iter().any(|(_, l)| l.size() == 0);
-    if !matches!(dtype, Dtype::F32 | Dtype::F64) || matches!(op, LinalgOp::Eig { .. }) || empty {
+    if inputs.iter().any(|(_, l)| l.size() == 0) {
         return Ok(None);
     }
     let nd = layout.ndim();
@@ -245,11 +264,16 @@ pub(crate) fn linalg(
         }
         LinalgOp::TriangularInverse { upper } => vec![triangular_inverse(s, op, &geometry, a, upper)?],
         LinalgOp::LuFactor => lu_factor(s, &geometry, a)?,
+        LinalgOp::LdlFactor => ldl_factor(s, &geometry, a)?,
         LinalgOp::Qr => qr(s, &geometry, a)?,
         LinalgOp::Eigh { upper, vectors } => eigh(s, &geometry, a, upper, vectors)?,
         LinalgOp::Svd { compute_uv } => svd(s, &geometry, a, compute_uv)?,
-        LinalgOp::Eig { .. } => unreachable!("handled on the host"),
+        LinalgOp::Eig { vectors } => eig(s, &geometry, a, vectors)?,
     };
+    // The op builders take complex64 only where cuSOLVER has it.
+    debug_assert!(
+        dtype != Dtype::C64 || matches!(op, LinalgOp::Svd { .. } | LinalgOp::Eigh { .. } | LinalgOp::Eig { .. })
+    );
     Ok(Some(outputs))
 }
 
@@ -701,6 +725,67 @@ fn lu_factor(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage) -> Result<Vec<Cud
     ])
 }
 
+/// The Bunch–Kaufman factors (packed, lower triangle, zeros above) and
+/// LAPACK's 1-based int32 pivots of the symmetric column-major matrices `a`,
+/// read from their lower triangles (see [`LinalgOp::LdlFactor`]). A zero
+/// block of `D` is reported by LAPACK's status, not raised (PyTorch's
+/// `ldl_factor` does not either).
+fn ldl_factor(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage) -> Result<Vec<CudaStorage>> {
+    let (n, count) = (g.n, g.count());
+    let pivots = CudaStorage::alloc(Dtype::I32, count * n, s)?;
+    let info = CudaStorage::alloc(Dtype::I32, count, s)?;
+    let f64 = a.dtype() == Dtype::F64;
+    let ni = n as c_int;
+    with_handles(s, |h, api| {
+        let mut lwork: c_int = 0;
+        // SAFETY: every pointer is a live device buffer of the stated size;
+        // the workspace holds `lwork` elements, as cuSOLVER asked.
+        unsafe {
+            let status = if f64 {
+                (api.cusolverDnDsytrf_bufferSize)(h.solver, ni, device(a.ptr_at(0)), ni, &mut lwork)
+            } else {
+                (api.cusolverDnSsytrf_bufferSize)(h.solver, ni, device(a.ptr_at(0)), ni, &mut lwork)
+            };
+            check("sytrf_bufferSize", status)?;
+            let lwork = lwork.max(1);
+            let work = Workspace::new(s, lwork as usize * a.dtype().size(), 0)?;
+            for i in 0..count {
+                let (matrix, piv, status) = (a.ptr_at(i * n * n), device(pivots.ptr_at(i * n)), device(info.ptr_at(i)));
+                let status = if f64 {
+                    (api.cusolverDnDsytrf)(
+                        h.solver,
+                        solver::LOWER,
+                        ni,
+                        device(matrix),
+                        ni,
+                        piv,
+                        device(work.device.ptr()),
+                        lwork,
+                        status,
+                    )
+                } else {
+                    (api.cusolverDnSsytrf)(
+                        h.solver,
+                        solver::LOWER,
+                        ni,
+                        device(matrix),
+                        ni,
+                        piv,
+                        device(work.device.ptr()),
+                        lwork,
+                        status,
+                    )
+                };
+                check("sytrf", status)?;
+            }
+        }
+        Ok(())
+    })?;
+    let packed = row_major(s, &a, &g.batch, (n, n), n, n * n)?;
+    keep_triangle(s, &packed, (n, n), false)?;
+    Ok(vec![packed, pivots])
+}
+
 /// The reduced QR factors of the column-major `m x n` matrices `a`:
 /// Householder QR, `R` read off, then the reflectors formed into `Q`.
 fn qr(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage) -> Result<Vec<CudaStorage>> {
@@ -902,13 +987,35 @@ fn form_q_and_r(
     Ok(vec![q, r])
 }
 
+/// Which of the contiguous matrices of `per` elements in `a` hold a NaN or
+/// an infinity (1) or not (0), on the device. The iterative routines give
+/// NaNs for them, as the CPU backend does (whatever cuSOLVER makes of them).
+fn non_finite(s: &Arc<GpuStream>, a: &CudaStorage, count: usize, per: usize) -> Result<CudaStorage> {
+    let flags = upload(s, CpuStorage::new(CpuBuffer::I32(vec![0; count].into())))?;
+    let total = count * per;
+    let args = Args::new().arg(a.ptr_at(0)).arg(flags.ptr_at(0)).arg(total as i64).arg(per as i64);
+    launch(Family::Linalg, a.dtype(), "mark_non_finite", (grid_for(total, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
+    Ok(flags)
+}
+
 /// Buffers of NaNs in place of the outputs of the matrices whose routine
-/// did not converge (`info != 0`), as the CPU backend gives for them.
-fn nan_where_failed(s: &Arc<GpuStream>, info: &[i32], outputs: &[(&CudaStorage, usize)]) -> Result<()> {
-    for (i, _) in info.iter().enumerate().filter(|(_, &v)| v != 0) {
+/// did not converge (`info != 0`) or that were not finite (`flags != 0`,
+/// from [`non_finite`]), as the CPU backend gives for them.
+fn nan_where_failed(
+    s: &Arc<GpuStream>,
+    info: &CudaStorage,
+    flags: &CudaStorage,
+    outputs: &[(&CudaStorage, usize)],
+) -> Result<()> {
+    let (info, flags) = (read_i32(s, info)?, read_i32(s, flags)?);
+    let failed = info.iter().zip(&flags).enumerate().filter(|(_, (&i, &f))| i != 0 || f != 0);
+    for (i, _) in failed {
         for &(out, per) in outputs {
             let nan = match out.dtype() {
                 Dtype::F64 => CpuStorage::new(CpuBuffer::F64(vec![f64::NAN; per].into())),
+                Dtype::C64 => {
+                    CpuStorage::new(CpuBuffer::C64(vec![num_complex::Complex32::new(f32::NAN, f32::NAN); per].into()))
+                }
                 _ => CpuStorage::new(CpuBuffer::F32(vec![f32::NAN; per].into())),
             };
             let bytes = nan.bytes();
@@ -928,10 +1035,12 @@ fn eigh(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, upper: bool, vectors: 
     let (n, count) = (g.n, g.count());
     let dtype = a.dtype();
     let dt = data_type(dtype);
-    let w = CudaStorage::alloc(dtype, count * n, s)?;
+    let wt = data_type(real_dtype(dtype));
+    let w = CudaStorage::alloc(real_dtype(dtype), count * n, s)?;
     let info = CudaStorage::alloc(Dtype::I32, count, s)?;
     let jobz = if vectors { solver::VECTORS } else { solver::NO_VECTORS };
     let uplo = if upper { solver::UPPER } else { solver::LOWER };
+    let flags = non_finite(s, &a, count, n * n)?;
     with_handles(s, |h, api| {
         let ni = n as i64;
         let (mut device_bytes, mut host_bytes) = (0usize, 0usize);
@@ -949,7 +1058,7 @@ fn eigh(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, upper: bool, vectors: 
                     dt,
                     device(a.ptr_at(0)),
                     ni,
-                    dt,
+                    wt,
                     device(w.ptr_at(0)),
                     dt,
                     &mut device_bytes,
@@ -969,7 +1078,7 @@ fn eigh(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, upper: bool, vectors: 
                         dt,
                         device(a.ptr_at(i * n * n)),
                         ni,
-                        dt,
+                        wt,
                         device(w.ptr_at(i * n)),
                         dt,
                         work.device_ptr(),
@@ -983,13 +1092,12 @@ fn eigh(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, upper: bool, vectors: 
         }
         Ok(())
     })?;
-    let info = read_i32(s, &info)?;
     let mut outputs = vec![w];
     if vectors {
         outputs.push(row_major(s, &a, &g.batch, (n, n), n, n * n)?);
     }
     let per = [n, n * n];
-    nan_where_failed(s, &info, &outputs.iter().zip(per).map(|(o, p)| (o, p)).collect::<Vec<_>>())?;
+    nan_where_failed(s, &info, &flags, &outputs.iter().zip(per).collect::<Vec<_>>())?;
     Ok(outputs)
 }
 
@@ -1002,10 +1110,12 @@ fn svd(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, compute_uv: bool) -> Re
     let wide = m < n;
     let (rows, cols) = if wide { (n, m) } else { (m, n) };
     let work_matrix = if wide { row_major(s, &a, &g.batch, (m, n), m, m * n)? } else { a };
+    let flags = non_finite(s, &work_matrix, count, m * n)?;
     let k = cols;
     let dtype = work_matrix.dtype();
     let dt = data_type(dtype);
-    let sv = CudaStorage::alloc(dtype, count * k, s)?;
+    let st = data_type(real_dtype(dtype));
+    let sv = CudaStorage::alloc(real_dtype(dtype), count * k, s)?;
     let (u_len, vt_len) = if compute_uv { (rows * rows, cols * cols) } else { (1, 1) };
     let u = CudaStorage::alloc(dtype, count * u_len, s)?;
     let vt = CudaStorage::alloc(dtype, count * vt_len, s)?;
@@ -1030,7 +1140,7 @@ fn svd(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, compute_uv: bool) -> Re
                     dt,
                     device(work_matrix.ptr_at(0)),
                     ri,
-                    dt,
+                    st,
                     device(sv.ptr_at(0)),
                     dt,
                     device(u.ptr_at(0)),
@@ -1059,7 +1169,7 @@ fn svd(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, compute_uv: bool) -> Re
                         dt,
                         device(work_matrix.ptr_at(i * m * n)),
                         ri,
-                        dt,
+                        st,
                         device(sv.ptr_at(i * k)),
                         dt,
                         device(um),
@@ -1079,10 +1189,10 @@ fn svd(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, compute_uv: bool) -> Re
         }
         Ok(())
     })?;
-    let info = read_i32(s, &info)?;
     let outputs = if compute_uv {
         // Tall: U and Vt are column-major. Wide: A^T = U' S Vt', so
-        // U = Vt'^T (Vt' read row-major) and Vt = U'^T (U' read row-major).
+        // U = Vt'^T (Vt' read row-major) and Vt = U'^T (U' read row-major);
+        // for complex A too (Vt' = V'^H: U = conj(V'), and Vt = U'^T).
         let (u_out, vt_out) = if wide {
             (vt, u)
         } else {
@@ -1093,6 +1203,119 @@ fn svd(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, compute_uv: bool) -> Re
         vec![sv]
     };
     let per: Vec<usize> = if compute_uv { vec![m * m, k, n * n] } else { vec![k] };
-    nan_where_failed(s, &info, &outputs.iter().zip(per).collect::<Vec<_>>())?;
+    nan_where_failed(s, &info, &flags, &outputs.iter().zip(per).collect::<Vec<_>>())?;
+    Ok(outputs)
+}
+
+/// The eigenvalues and, with `vectors`, the unit-norm right eigenvectors
+/// (columns, largest component real: LAPACK's `geev`) of the general
+/// column-major matrices `a`, as complex64, in `geev`'s order.
+fn eig(s: &Arc<GpuStream>, g: &Geometry, a: CudaStorage, vectors: bool) -> Result<Vec<CudaStorage>> {
+    let (n, count) = (g.n, g.count());
+    let dtype = a.dtype();
+    let complex = dtype == Dtype::C64;
+    let dt = data_type(dtype);
+    // Real matrices give complex eigenvalues (as (re, im) pairs of their
+    // type) and LAPACK's packed real vectors.
+    let (w_type, w) = if complex {
+        (solver::C_32F, CudaStorage::alloc(Dtype::C64, count * n, s)?)
+    } else {
+        let w_type = if dtype == Dtype::F64 { solver::C_64F } else { solver::C_32F };
+        (w_type, CudaStorage::alloc(dtype, count * 2 * n, s)?)
+    };
+    let vr = CudaStorage::alloc(dtype, if vectors { count * n * n } else { 1 }, s)?;
+    let info = CudaStorage::alloc(Dtype::I32, count, s)?;
+    let jobvr = if vectors { solver::VECTORS } else { solver::NO_VECTORS };
+    let ldvr = if vectors { n as i64 } else { 1 };
+    let w_per = if complex { n } else { 2 * n };
+    let flags = non_finite(s, &a, count, n * n)?;
+    with_handles(s, |h, api| {
+        let ni = n as i64;
+        let (mut device_bytes, mut host_bytes) = (0usize, 0usize);
+        // SAFETY: every pointer is a live device buffer of the stated size
+        // (no left vectors are asked for); the workspace is as large as
+        // cuSOLVER asked.
+        unsafe {
+            check(
+                "geev_bufferSize",
+                (api.cusolverDnXgeev_bufferSize)(
+                    h.solver,
+                    h.params,
+                    solver::NO_VECTORS,
+                    jobvr,
+                    ni,
+                    dt,
+                    device(a.ptr_at(0)),
+                    ni,
+                    w_type,
+                    device(w.ptr_at(0)),
+                    dt,
+                    null_mut(),
+                    1,
+                    dt,
+                    device(vr.ptr_at(0)),
+                    ldvr,
+                    dt,
+                    &mut device_bytes,
+                    &mut host_bytes,
+                ),
+            )?;
+            let mut work = Workspace::new(s, device_bytes, host_bytes)?;
+            for i in 0..count {
+                let v = if vectors { vr.ptr_at(i * n * n) } else { vr.ptr_at(0) };
+                check(
+                    "geev",
+                    (api.cusolverDnXgeev)(
+                        h.solver,
+                        h.params,
+                        solver::NO_VECTORS,
+                        jobvr,
+                        ni,
+                        dt,
+                        device(a.ptr_at(i * n * n)),
+                        ni,
+                        w_type,
+                        device(w.ptr_at(i * w_per)),
+                        dt,
+                        null_mut(),
+                        1,
+                        dt,
+                        device(v),
+                        ldvr,
+                        dt,
+                        work.device_ptr(),
+                        work.device_bytes,
+                        work.host_ptr(),
+                        host_bytes,
+                        device(info.ptr_at(i)),
+                    ),
+                )?;
+            }
+        }
+        Ok(())
+    })?;
+    let mut outputs = Vec::with_capacity(2);
+    if complex {
+        outputs.push(w);
+        if vectors {
+            outputs.push(row_major(s, &vr, &g.batch, (n, n), n, n * n)?);
+        }
+    } else {
+        let values = CudaStorage::alloc(Dtype::C64, count * n, s)?;
+        let total = (count * n) as i64;
+        let args = Args::new().arg(w.ptr_at(0)).arg(values.ptr_at(0)).arg(total);
+        launch(Family::Linalg, dtype, "eig_values", (grid_for(count * n, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
+        outputs.push(values);
+        if vectors {
+            let unpacked = CudaStorage::alloc(Dtype::C64, count * n * n, s)?;
+            let total = count * n * n;
+            let args =
+                Args::new().arg(w.ptr_at(0)).arg(vr.ptr_at(0)).arg(unpacked.ptr_at(0)).arg(total as i64).arg(n as i64);
+            launch(Family::Linalg, dtype, "eig_vectors", (grid_for(total, 1)?, 1, 1), (BLOCK, 1, 1), s, args)?;
+            outputs.push(unpacked);
+        }
+    }
+    let per = [n, n * n];
+    nan_where_failed(s, &info, &flags, &outputs.iter().zip(per).collect::<Vec<_>>())?;
     Ok(outputs)
 }

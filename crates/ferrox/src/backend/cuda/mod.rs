@@ -386,15 +386,8 @@ impl Backend for CudaBackend {
         if let Some(outputs) = linalg::linalg(&self.stream, op, &on_device)? {
             return outputs.into_iter().map(wrap).collect();
         }
-        // The general eigendecomposition and complex64 matrices go to the
-        // host and back (matrices with no elements too, silently).
-        if inputs.iter().all(|(_, l)| l.size() > 0) {
-            libraries::warn_once(
-                "linalg-on-host",
-                "ferrox.linalg's eig, eigvals and complex64 factorizations run on the CPU for GPU arrays \
-                 (copied to the host and back): cuSOLVER kernels for them are not built yet.",
-            );
-        }
+        // Matrices with no elements: their (empty or identity) outputs are
+        // made on the host.
         let host: Vec<CpuStorage> = inputs.iter().map(|(s, l)| self.to_host(s, l)).collect::<Result<_>>()?;
         let host_inputs: Vec<(&super::cpu::CpuBuffer, Layout)> =
             host.iter().zip(inputs).map(|(h, (_, l))| (h.buffer(), Layout::contiguous(&l.shape))).collect();

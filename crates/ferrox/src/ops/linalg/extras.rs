@@ -1,11 +1,12 @@
 //! The linear algebra MLX does not have, with PyTorch's and NumPy's
 //! semantics: `matrix_power`, `matrix_exp`, `matrix_rank`, `cond`, `lstsq`,
-//! `householder_product`, `vector_norm` and `matrix_norm`. Each is a
-//! composition of ops (and the `linalg` routines), so it is lazy, batched
-//! and differentiable.
+//! `householder_product`, `vector_norm`, `matrix_norm`, `lu_solve` and
+//! `ldl_factor`. Each is a composition of ops (and the `linalg` routines),
+//! so it is lazy, batched and (but `ldl_factor`) differentiable.
 
 use super::{
-    check_float, check_matrix, is_square, matrix_norm_of, solve_operands, solve_triangular, vector_norm, NormOrd,
+    check_float, check_matrix, is_square, matrix_norm_of, solve_operands, solve_triangular, square, vector_norm,
+    NormOrd,
 };
 use crate::array::Array;
 use crate::backend::LinalgOp;
@@ -362,4 +363,17 @@ pub fn lu_solve(lu: &Array, pivots: &Array, b: &Array, left: bool, adjoint: bool
     } else {
         Ok(x)
     }
+}
+
+/// The Bunch–Kaufman factorization `A = P L D T(L) T(P)` of each symmetric
+/// matrix of `a`, read from its lower triangle (PyTorch's `ldl_factor`, in
+/// LAPACK's `sytrf` form): the packed factors (`D`'s 1x1 and 2x2 blocks on
+/// and below the diagonal, `L`'s multipliers under them, zeros above) and
+/// the 1-based int32 pivots (negative on both rows of a 2x2 block).
+/// float32 and float64 (PyTorch's complex Hermitian form is not taken).
+pub fn ldl_factor(a: &Array) -> Result<(Array, Array)> {
+    square("linalg::ldl_factor", a, "LDL factorizations are only defined for square matrices.")?;
+    let mut out = apply(LinalgOp::LdlFactor, &[a.clone()])?;
+    let pivots = out.pop().expect("two outputs");
+    Ok((out.pop().expect("two outputs"), pivots))
 }

@@ -56,7 +56,7 @@ fn mlx_shape(shape: &[usize]) -> String {
 }
 
 /// A checked square float matrix (batch).
-fn square(name: &'static str, a: &Array, what: &str) -> Result<()> {
+pub(super) fn square(name: &'static str, a: &Array, what: &str) -> Result<()> {
     check_float(name, a.dtype())?;
     check_matrix(name, a)?;
     if !is_square(a) {
