@@ -4,11 +4,9 @@
 //! shapes (`weight` packed into uint32, `scales`, and `biases` in the affine
 //! mode), so weights of models MLX quantized load into them.
 
-use super::{split_key, Embedding, Linear};
-use crate::float_param;
-use crate::init;
+use super::{Embedding, Linear};
 use crate::module::{Forward, Module, Param};
-use ferrox::{ops, random, Array, Dtype, Error, Result};
+use ferrox::{ops, Array, Dtype, Error, Result};
 
 /// How a layer's weight is quantized: the mode (`"affine"`, `"mxfp4"`,
 /// `"mxfp8"`, `"nvfp4"`), the group size and the bits per weight.
@@ -58,6 +56,12 @@ impl Quantization {
         let scales = frozen(parts.next().expect("quantize gives the scales"));
         Ok((packed, scales, parts.next().map(frozen)))
     }
+
+    /// `x` times the transpose of the matrix `weight` quantized this way
+    /// (with its `scales` and affine `biases`).
+    fn times_transposed(&self, x: &Array, weight: &Array, scales: &Array, biases: Option<&Array>) -> Result<Array> {
+        ops::quantized_matmul(x, weight, scales, biases, true, Some(self.group_size), Some(self.bits), &self.mode)
+    }
 }
 
 /// `y = x Ŵ^T + b` with `Ŵ` the quantized weight (`[output_dims,
@@ -92,18 +96,13 @@ impl QuantizedLinear {
         if input_dims == 0 {
             return Err(Error::invalid("QuantizedLinear", "input_dims must be positive but got 0."));
         }
-        let scale = (1.0 / input_dims as f64).sqrt();
-        let keys = split_key(key, 1)?;
-        let weight = init::uniform(&[output_dims, input_dims], Dtype::F32, -scale, scale, keys[0].as_ref())?;
-        let (weight, scales, biases) = quantization.quantize(&weight)?;
-        let bias = bias
-            .then(|| -> Result<Param> {
-                let mut p = Param::new(ops::zeros(&[output_dims], Dtype::F32)?);
-                p.set_frozen(true);
-                Ok(p)
-            })
-            .transpose()?;
-        Ok(QuantizedLinear { weight, scales, biases, bias, quantization, training: true })
+        let mut layer = QuantizedLinear::from_linear(&Linear::new(input_dims, output_dims, false, key)?, quantization)?;
+        if bias {
+            let mut zeros = Param::new(ops::zeros(&[output_dims], Dtype::F32)?);
+            zeros.set_frozen(true);
+            layer.bias = Some(zeros);
+        }
+        Ok(layer)
     }
 
     /// `linear` with its weight quantized; its bias is kept (trainable).
@@ -121,17 +120,7 @@ impl Module for QuantizedLinear {
 
 impl Forward for QuantizedLinear {
     fn forward(&self, x: &Array) -> Result<Array> {
-        let q = &self.quantization;
-        let y = ops::quantized_matmul(
-            x,
-            &self.weight,
-            &self.scales,
-            self.biases.as_deref(),
-            true,
-            Some(q.group_size),
-            Some(q.bits),
-            &q.mode,
-        )?;
+        let y = self.quantization.times_transposed(x, &self.weight, &self.scales, self.biases.as_deref())?;
         match &self.bias {
             Some(b) => ops::add(&y, b),
             None => Ok(y),
@@ -166,10 +155,7 @@ impl QuantizedEmbedding {
         if dims == 0 {
             return Err(Error::invalid("QuantizedEmbedding", "dims must be positive but got 0."));
         }
-        let scale = float_param((1.0 / dims as f64).sqrt(), Dtype::F32);
-        let weight = random::normal(&[num_embeddings, dims], Dtype::F32, None, Some(&scale), key)?;
-        let (weight, scales, biases) = quantization.quantize(&weight)?;
-        Ok(QuantizedEmbedding { weight, scales, biases, quantization, training: true })
+        QuantizedEmbedding::from_embedding(&Embedding::new(num_embeddings, dims, key)?, quantization)
     }
 
     /// `embedding` with its table quantized.
@@ -181,17 +167,7 @@ impl QuantizedEmbedding {
     /// `x` times the transposed (quantized) table: the embedding used as an
     /// output projection (tied input and output embeddings).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        let q = &self.quantization;
-        ops::quantized_matmul(
-            x,
-            &self.weight,
-            &self.scales,
-            self.biases.as_deref(),
-            true,
-            Some(q.group_size),
-            Some(q.bits),
-            &q.mode,
-        )
+        self.quantization.times_transposed(x, &self.weight, &self.scales, self.biases.as_deref())
     }
 }
 
@@ -242,6 +218,7 @@ impl Embedding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrox::random;
 
     fn close(a: &Array, b: &Array, tol: f32) {
         let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
@@ -297,6 +274,10 @@ mod tests {
         close(&rows, &ops::take(&full, &ids, Some(0))?, 0.0);
         let x = random::normal(&[2, 64], Dtype::F32, None, None, Some(&key))?;
         close(&qe.as_linear(&x)?, &ops::matmul(&x, &ops::swapaxes(&full, -1, -2)?)?, 1e-4);
+        let linear = QuantizedLinear::new(64, 8, true, Quantization::new("affine", None, None)?, Some(&key))?;
+        assert_eq!(linear.weight.shape(), &[8, 8]);
+        assert!(linear.trainable_parameters().is_empty()); // the fresh zero bias is frozen too
+        assert!(QuantizedLinear::new(0, 8, true, Quantization::new("affine", None, None)?, None).is_err());
         let fresh = QuantizedEmbedding::new(10, 32, Quantization::new("nvfp4", None, None)?, Some(&key))?;
         assert_eq!(fresh.scales.shape(), &[10, 2]);
         assert!(Quantization::new("int4", None, None).is_err());

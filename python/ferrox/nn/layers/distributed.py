@@ -16,6 +16,7 @@ import ferrox as mx
 import ferrox.distributed  # noqa: F401  (mx.distributed in annotations)
 from ferrox.nn.layers.base import Module
 from ferrox.nn.layers.linear import Linear
+from ferrox.nn.layers.quantized import _quantized_product
 from ferrox.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
 
@@ -522,16 +523,7 @@ class QuantizedAllToShardedLinear(Module):
         # Aggregate the gradients coming from each shard
         x = sum_gradients(self.group)(x)
 
-        x = mx.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        x = _quantized_product(self, x)
         if "bias" in self:
             x = x + self["bias"]
         return x
@@ -683,16 +675,7 @@ class QuantizedShardedToAllLinear(Module):
         Returns:
             array: The full output, the same on every member.
         """
-        x = mx.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        x = _quantized_product(self, x)
         x = mx.distributed.all_sum(x, group=self.group)
         if "bias" in self:
             x = x + self["bias"]

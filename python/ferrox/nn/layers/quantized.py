@@ -32,6 +32,22 @@ def _quantized(weight: fx.array, group_size: int, bits: int, mode: str):
     return weight, scales, (biases[0] if biases else None)
 
 
+def _quantized_product(layer: Module, x: fx.array) -> fx.array:
+    """``x`` times the transpose of ``layer``'s quantized ``weight`` (with
+    its ``scales``, ``biases``, ``group_size``, ``bits`` and ``mode``): the
+    product of every layer holding a quantized matrix."""
+    return fx.quantized_matmul(
+        x,
+        layer["weight"],
+        scales=layer["scales"],
+        biases=layer.get("biases"),
+        transpose=True,
+        group_size=layer.group_size,
+        bits=layer.bits,
+        mode=layer.mode,
+    )
+
+
 def quantize(
     model: Module,
     group_size: Optional[int] = None,
@@ -134,16 +150,7 @@ class QuantizedEmbedding(Module):
         Returns:
             array: The scores for every id, last axis ``num_embeddings``.
         """
-        return fx.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        return _quantized_product(self, x)
 
     def _extra_repr(self) -> str:
         return (
@@ -213,16 +220,7 @@ class QuantizedLinear(Module):
         )
 
     def __call__(self, x: fx.array) -> fx.array:
-        y = fx.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        y = _quantized_product(self, x)
         if "bias" in self:
             y = y + self["bias"]
         return y
